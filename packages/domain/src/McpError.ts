@@ -1,0 +1,142 @@
+/**
+ * Typed errors of MCP connections and calls. Each message says what happened and what to do.
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+
+const tail = (lines: ReadonlyArray<string>): string =>
+  lines.length === 0 ? "" : `; last stderr lines:\n  ${lines.join("\n  ")}`
+
+/** The server process could not be started. */
+export class McpSpawnError extends Schema.TaggedError<McpSpawnError>("@skald/domain/McpSpawnError")("McpSpawnError", {
+  server: Schema.String,
+  command: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `MCP server '${this.server}' could not be started (${this.command}): ${this.reason}. ` +
+      "Check that the command exists and is executable."
+  }
+}
+
+/** The server process exited (or closed its output) while the connection was open. */
+export class McpServerExited extends Schema.TaggedError<McpServerExited>("@skald/domain/McpServerExited")(
+  "McpServerExited",
+  {
+    server: Schema.String,
+    code: Schema.NullOr(Schema.Number),
+    signal: Schema.NullOr(Schema.String),
+    stderrTail: Schema.Array(Schema.String)
+  }
+) {
+  override get message(): string {
+    const how = this.signal !== null ? `was killed by ${this.signal}` : `exited with code ${this.code}`
+    return `MCP server '${this.server}' ${how}${tail(this.stderrTail)}`
+  }
+}
+
+/** The connection was closed on our side (its scope closed) before the request finished. */
+export class McpConnectionClosed extends Schema.TaggedError<McpConnectionClosed>("@skald/domain/McpConnectionClosed")(
+  "McpConnectionClosed",
+  { server: Schema.String }
+) {
+  override get message(): string {
+    return `the connection to MCP server '${this.server}' is closed; reconnect to use it again`
+  }
+}
+
+/** A message from the server exceeded the size limit; the connection was closed. */
+export class McpMessageTooLarge extends Schema.TaggedError<McpMessageTooLarge>("@skald/domain/McpMessageTooLarge")(
+  "McpMessageTooLarge",
+  { server: Schema.String, limitBytes: Schema.Number }
+) {
+  override get message(): string {
+    return `MCP server '${this.server}' sent a message larger than ${this.limitBytes} bytes; the connection ` +
+      "was closed. Raise the message size limit if the server is trusted to send such results."
+  }
+}
+
+/** The server broke the protocol in a way the client cannot work around. */
+export class McpProtocolError extends Schema.TaggedError<McpProtocolError>("@skald/domain/McpProtocolError")(
+  "McpProtocolError",
+  { server: Schema.String, detail: Schema.String }
+) {
+  override get message(): string {
+    return `MCP server '${this.server}' broke the protocol: ${this.detail}`
+  }
+}
+
+/** The server answered `initialize` with a protocol version the client does not speak. */
+export class McpUnsupportedProtocolVersion
+  extends Schema.TaggedError<McpUnsupportedProtocolVersion>("@skald/domain/McpUnsupportedProtocolVersion")(
+    "McpUnsupportedProtocolVersion",
+    { server: Schema.String, requested: Schema.String, received: Schema.String, supported: Schema.Array(Schema.String) }
+  )
+{
+  override get message(): string {
+    return `MCP server '${this.server}' answered protocol version ${this.received}, but Skald asked for ` +
+      `${this.requested} and speaks only ${this.supported.join(", ")}; upgrade the server or Skald.`
+  }
+}
+
+/** The server answered a request with a JSON-RPC error. */
+export class McpRequestError extends Schema.TaggedError<McpRequestError>("@skald/domain/McpRequestError")(
+  "McpRequestError",
+  {
+    server: Schema.String,
+    method: Schema.String,
+    code: Schema.Number,
+    reason: Schema.String,
+    data: Schema.optionalWith(Schema.Unknown, { exact: true })
+  }
+) {
+  override get message(): string {
+    return `MCP server '${this.server}' rejected ${this.method} (error ${this.code}): ${this.reason}`
+  }
+}
+
+/** A request did not finish within its timeout; a `tools/call` was cancelled on the server. */
+export class McpTimeout extends Schema.TaggedError<McpTimeout>("@skald/domain/McpTimeout")("McpTimeout", {
+  server: Schema.String,
+  method: Schema.String,
+  timeoutMillis: Schema.Number
+}) {
+  override get message(): string {
+    return `MCP server '${this.server}' did not answer ${this.method} within ${this.timeoutMillis / 1000} s; ` +
+      "raise the timeout if the server is just slow."
+  }
+}
+
+/** The tool is not offered by the server, even after a fresh `tools/list`. */
+export class McpUnknownTool extends Schema.TaggedError<McpUnknownTool>("@skald/domain/McpUnknownTool")(
+  "McpUnknownTool",
+  { server: Schema.String, tool: Schema.String, available: Schema.Array(Schema.String) }
+) {
+  override get message(): string {
+    const some = this.available.slice(0, 20).join(", ")
+    const more = this.available.length > 20 ? `, … (${this.available.length} in all)` : ""
+    return `MCP server '${this.server}' has no tool '${this.tool}'` +
+      (this.available.length === 0 ? " (it offers no tools)" : `; it offers: ${some}${more}`)
+  }
+}
+
+/** Every error an MCP connection or call can fail with. */
+export type McpError =
+  | McpSpawnError
+  | McpServerExited
+  | McpConnectionClosed
+  | McpMessageTooLarge
+  | McpProtocolError
+  | McpUnsupportedProtocolVersion
+  | McpRequestError
+  | McpTimeout
+  | McpUnknownTool
+
+/** Errors that end a connection: every pending request fails with one of these. */
+export type McpConnectionError =
+  | McpSpawnError
+  | McpServerExited
+  | McpConnectionClosed
+  | McpMessageTooLarge
+  | McpProtocolError

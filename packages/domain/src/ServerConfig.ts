@@ -1,0 +1,65 @@
+/**
+ * How to reach an MCP server: a local process (stdio) or a remote URL (streamable HTTP).
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+
+/** A server started as a child process speaking newline-delimited JSON-RPC on stdin/stdout. */
+export class StdioServerConfig extends Schema.TaggedClass<StdioServerConfig>("@skald/domain/StdioServerConfig")(
+  "stdio",
+  {
+    command: Schema.NonEmptyString,
+    args: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
+    /** Extra environment variables, merged over the parent's. Values may be `${VAR}` templates. */
+    env: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { default: () => ({}) })
+  }
+) {}
+
+/** A remote server speaking streamable HTTP. */
+export class HttpServerConfig extends Schema.TaggedClass<HttpServerConfig>("@skald/domain/HttpServerConfig")(
+  "http",
+  {
+    url: Schema.NonEmptyString,
+    /** Sent as `Authorization: Bearer <apiKey>`. May be a `${VAR}` template. */
+    apiKey: Schema.optionalWith(Schema.String, { exact: true })
+  }
+) {}
+
+/** The transport names accepted in configs; `sse` is the seed's alias of `http`. */
+export const TransportName = Schema.Literal("stdio", "http", "sse")
+
+const StdioWire = Schema.Struct({
+  transport: Schema.Literal("stdio"),
+  command: Schema.NonEmptyString,
+  args: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
+  env: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { exact: true })
+})
+
+const HttpWire = Schema.Struct({
+  transport: Schema.Literal("http", "sse"),
+  url: Schema.NonEmptyString,
+  apiKey: Schema.optionalWith(Schema.String, { exact: true })
+})
+
+/**
+ * A server config in its stored JSON form, `{ "transport": "stdio" | "http" | "sse", … }`.
+ * `sse` decodes as `http`; encoding always writes `http`.
+ */
+export const ServerConfig = Schema.Union(
+  Schema.transform(StdioWire, Schema.typeSchema(StdioServerConfig), {
+    strict: true,
+    decode: (w) => StdioServerConfig.make({ command: w.command, args: w.args ?? [], env: w.env ?? {} }),
+    encode: (c) => ({ transport: "stdio" as const, command: c.command, args: c.args, env: c.env })
+  }),
+  Schema.transform(HttpWire, Schema.typeSchema(HttpServerConfig), {
+    strict: true,
+    decode: (w) => HttpServerConfig.make(w.apiKey === undefined ? { url: w.url } : { url: w.url, apiKey: w.apiKey }),
+    encode: (c) => (c.apiKey === undefined
+      ? { transport: "http" as const, url: c.url }
+      : { transport: "http" as const, url: c.url, apiKey: c.apiKey })
+  })
+)
+
+/** A decoded server config. */
+export type ServerConfig = StdioServerConfig | HttpServerConfig

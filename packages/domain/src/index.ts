@@ -1,0 +1,26 @@
+/**
+ * @skald/domain — browser-safe Schemas shared by every Skald package.
+ *
+ * @since 0.1.0
+ */
+
+/** Typed errors of MCP connections and calls. */
+export * as McpError from "./McpError.js"
+
+/** What a `tools/call` produced: Text | Json | Media | Task. */
+export * as McpCallResult from "./McpCallResult.js"
+
+/** A tool as an MCP server describes it, and the one mapping from its wire shape. */
+export * as McpTool from "./McpTool.js"
+
+/** Stdio and HTTP server configs (`sse` decodes as `http`). */
+export * as ServerConfig from "./ServerConfig.js"
+
+/** Validated server names. */
+export * as ServerName from "./ServerName.js"
+
+/** `mcp__<server>__<tool>` formatting and its total parser. */
+export * as ToolName from "./ToolName.js"
+
+/** The host-side Text | Json result with `toWire` and `kind`. */
+export * as ToolResult from "./ToolResult.js"

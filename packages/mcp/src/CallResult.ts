@@ -1,0 +1,129 @@
+/**
+ * Result extraction, written once for every transport: a `tools/call` answer (or a task's
+ * `tasks/result`) becomes an `McpCallResult`.
+ *
+ * @since 0.1.0
+ */
+import { McpCallResult } from "@skald/domain"
+import * as Either from "effect/Either"
+import * as Encoding from "effect/Encoding"
+
+type Json = { readonly [key: string]: unknown }
+
+const isObject = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** The outcome of extraction: the result and anything worth a warning (undecodable media, …). */
+export interface Extracted {
+  readonly result: McpCallResult.McpCallResult
+  readonly warnings: ReadonlyArray<string>
+}
+
+/**
+ * Recognises a `CreateTaskResult`: nested under `task` as the spec defines it, or with its fields
+ * at top level as the seed tolerates.
+ */
+export const parseCreateTask = (wire: unknown): McpCallResult.McpTaskHandle | undefined => {
+  if (!isObject(wire)) return undefined
+  const t = isObject(wire.task) ? wire.task : wire
+  if (typeof t.taskId !== "string" || typeof t.status !== "string") return undefined
+  return McpCallResult.McpTaskHandle.make({
+    taskId: t.taskId,
+    status: t.status,
+    ...(typeof t.statusMessage === "string" ? { statusMessage: t.statusMessage } : {}),
+    ...(typeof t.pollInterval === "number" ? { pollInterval: t.pollInterval } : {}),
+    ...(typeof t.ttl === "number" || t.ttl === null ? { ttl: t.ttl } : {})
+  })
+}
+
+const decode = (data: unknown): Uint8Array | undefined => {
+  if (typeof data !== "string") return undefined
+  const bytes = Encoding.decodeBase64(data)
+  return Either.isRight(bytes) ? bytes.right : undefined
+}
+
+/**
+ * Classifies a `CallToolResult`: a task handle first (when the call asked for a task), then Media
+ * when at least one media block is present, then Json when `structuredContent` is present (it is
+ * canonical), else the text items joined with newlines. `isError` is kept on every variant.
+ */
+export const extract = (wire: unknown, options?: { readonly taskRequested?: boolean }): Extracted => {
+  const warnings: Array<string> = []
+  if (options?.taskRequested === true) {
+    const task = parseCreateTask(wire)
+    if (task !== undefined) return { result: task, warnings }
+  }
+  const result = isObject(wire) ? wire : {}
+  const isError = result.isError === true
+  const content = Array.isArray(result.content) ? result.content : []
+  const texts: Array<string> = []
+  const items: Array<McpCallResult.McpMedia> = []
+  for (const block of content) {
+    if (!isObject(block)) continue
+    switch (block.type) {
+      case "text": {
+        if (typeof block.text === "string") texts.push(block.text)
+        break
+      }
+      case "image":
+      case "audio": {
+        const data = decode(block.data)
+        if (data === undefined) {
+          warnings.push(`an ${block.type} block had no valid base64 data and was dropped`)
+          break
+        }
+        items.push(McpCallResult.McpInlineMedia.make({
+          kind: block.type,
+          mimeType: typeof block.mimeType === "string" ? block.mimeType : "application/octet-stream",
+          data
+        }))
+        break
+      }
+      case "resource": {
+        const resource = isObject(block.resource) ? block.resource : {}
+        const uri = typeof resource.uri === "string" ? resource.uri : undefined
+        if (typeof resource.blob === "string") {
+          const data = decode(resource.blob)
+          if (data === undefined) {
+            warnings.push("an embedded resource had no valid base64 blob and was dropped")
+            break
+          }
+          items.push(McpCallResult.McpInlineMedia.make({
+            kind: "resource",
+            mimeType: typeof resource.mimeType === "string" ? resource.mimeType : "application/octet-stream",
+            data,
+            ...(uri !== undefined ? { uri } : {})
+          }))
+        } else if (typeof resource.text === "string") {
+          texts.push(resource.text)
+        }
+        break
+      }
+      case "resource_link": {
+        if (typeof block.uri !== "string") break
+        items.push(McpCallResult.McpResourceLink.make({
+          uri: block.uri,
+          ...(typeof block.mimeType === "string" ? { mimeType: block.mimeType } : {}),
+          ...(typeof block.name === "string" ? { name: block.name } : {})
+        }))
+        break
+      }
+    }
+  }
+  const text = texts.join("\n")
+  const hasStructured = "structuredContent" in result && result.structuredContent !== undefined
+  if (items.length > 0) {
+    return {
+      result: McpCallResult.McpMediaResult.make({
+        text,
+        items,
+        isError,
+        ...(hasStructured ? { structured: result.structuredContent } : {})
+      }),
+      warnings
+    }
+  }
+  if (hasStructured) {
+    return { result: McpCallResult.McpJson.make({ value: result.structuredContent, isError }), warnings }
+  }
+  return { result: McpCallResult.McpText.make({ text, isError }), warnings }
+}

@@ -1,0 +1,120 @@
+/**
+ * JSON-RPC 2.0 messages as MCP uses them: the Schema codec, and the fast classifier the engine's
+ * reader uses on every incoming message (it agrees with the codec; see the property tests).
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+
+/** A request id. The two directions number their ids independently. */
+export const RequestId = Schema.Union(Schema.String, Schema.Number)
+export type RequestId = string | number
+
+const Params = Schema.optionalWith(Schema.Unknown, { exact: true })
+
+/** A request: method and id. */
+export const Request = Schema.Struct({
+  jsonrpc: Schema.Literal("2.0"),
+  id: RequestId,
+  method: Schema.String,
+  params: Params
+})
+export type Request = typeof Request.Type
+
+/** A notification: method, no id. */
+export const Notification = Schema.Struct({
+  jsonrpc: Schema.Literal("2.0"),
+  method: Schema.String,
+  params: Params
+})
+export type Notification = typeof Notification.Type
+
+/** A successful response. */
+export const Success = Schema.Struct({
+  jsonrpc: Schema.Literal("2.0"),
+  id: RequestId,
+  result: Schema.Unknown
+})
+export type Success = typeof Success.Type
+
+/** The error object of an error response. */
+export const ErrorObject = Schema.Struct({
+  code: Schema.Number,
+  message: Schema.String,
+  data: Params
+})
+export type ErrorObject = typeof ErrorObject.Type
+
+/** An error response; `id` is null when the request could not be read. */
+export const Failure = Schema.Struct({
+  jsonrpc: Schema.Literal("2.0"),
+  id: Schema.NullOr(RequestId),
+  error: ErrorObject
+})
+export type Failure = typeof Failure.Type
+
+/** Any JSON-RPC message. Members are tried in order: request before notification, success before failure. */
+export const Message = Schema.Union(Request, Notification, Success, Failure)
+export type Message = Request | Notification | Success | Failure
+
+/** The codec between one line of JSON text and a message. */
+export const MessageFromJson = Schema.parseJson(Message)
+
+/** Standard error codes. */
+export const ErrorCode = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  InternalError: -32603
+} as const
+
+/** A message as the engine routes it. */
+export type Incoming =
+  | { readonly _tag: "Request"; readonly message: Request }
+  | { readonly _tag: "Notification"; readonly message: Notification }
+  | { readonly _tag: "Response"; readonly message: Success | Failure }
+
+const isId = (u: unknown): u is RequestId => typeof u === "string" || typeof u === "number"
+
+const isErrorObject = (u: unknown): u is ErrorObject =>
+  typeof u === "object" && u !== null && typeof (u as ErrorObject).code === "number" &&
+  typeof (u as ErrorObject).message === "string"
+
+/**
+ * Classifies a parsed JSON value without a full Schema decode (the hot path). `undefined` when the
+ * value is not a JSON-RPC 2.0 message. A message with both `method` and `id` is a request, so a
+ * server request is never mistaken for a response.
+ */
+export const classify = (u: unknown): Incoming | undefined => {
+  if (typeof u !== "object" || u === null || Array.isArray(u)) return undefined
+  const m = u as Record<string, unknown>
+  if (m.jsonrpc !== "2.0") return undefined
+  if (typeof m.method === "string") {
+    if ("id" in m) return isId(m.id) ? { _tag: "Request", message: m as unknown as Request } : undefined
+    return { _tag: "Notification", message: m as unknown as Notification }
+  }
+  if ("result" in m) return isId(m.id) ? { _tag: "Response", message: m as unknown as Success } : undefined
+  if ("error" in m && isErrorObject(m.error) && (m.id === null || isId(m.id))) {
+    return { _tag: "Response", message: m as unknown as Failure }
+  }
+  return undefined
+}
+
+/** A request message. */
+export const request = (id: RequestId, method: string, params?: unknown): Request =>
+  params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params }
+
+/** A notification message. */
+export const notification = (method: string, params?: unknown): Notification =>
+  params === undefined ? { jsonrpc: "2.0", method } : { jsonrpc: "2.0", method, params }
+
+/** A success response. */
+export const success = (id: RequestId, result: unknown): Success => ({ jsonrpc: "2.0", id, result })
+
+/** An error response. */
+export const failure = (id: RequestId | null, code: number, message: string, data?: unknown): Failure => ({
+  jsonrpc: "2.0",
+  id,
+  error: data === undefined ? { code, message } : { code, message, data }
+})

@@ -1,0 +1,476 @@
+/**
+ * The MCP client engine: one implementation of request routing, initialize and version
+ * negotiation, pagination, result extraction and cancellation, running on any `Transport`.
+ *
+ * Cancellation is interruption: a request is an acquire/use/release on its pending entry, and the
+ * release — the one place that sends `notifications/cancelled` — runs whenever the waiting fiber
+ * is interrupted (a user's stop, a closing scope, the call timeout).
+ *
+ * @since 0.1.0
+ */
+import { McpError, McpTool } from "@skald/domain"
+import type { McpCallResult } from "@skald/domain"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
+import * as FiberMap from "effect/FiberMap"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as CallResult from "./CallResult.js"
+import * as JsonRpc from "./JsonRpc.js"
+import * as McpLog from "./McpLog.js"
+import * as OutputSchema from "./OutputSchema.js"
+import * as Protocol from "./Protocol.js"
+import { Transport } from "./Transport.js"
+
+/** A JSON object as it came off the wire. */
+export type JsonObject = McpTool.JsonObject
+
+/** How the client introduces itself and how patient it is. */
+export interface Options {
+  /** `clientInfo` in `initialize` (default `{name: "skald", version}`). */
+  readonly clientInfo?: { readonly name: string; readonly version: string } | undefined
+  /** The default timeout of every request after initialize (default 120 s). */
+  readonly callTimeout?: Duration.DurationInput | undefined
+  /** The timeout of `initialize` (default 120 s). */
+  readonly startTimeout?: Duration.DurationInput | undefined
+  /** The most `tools/list` pages followed (default 50). */
+  readonly maxToolPages?: number | undefined
+}
+
+/** What the server said about itself in `initialize`. */
+export interface ServerIdentity {
+  readonly protocolVersion: string
+  readonly capabilities: JsonObject
+  readonly serverInfo: JsonObject
+  readonly instructions: string | undefined
+}
+
+/** Every tool of the server: decoded, and exactly as the server sent them (all pages merged). */
+export interface ToolList {
+  readonly tools: ReadonlyArray<McpTool.McpTool>
+  readonly wire: ReadonlyArray<JsonObject>
+}
+
+/** Per-request options. */
+export interface RequestOptions {
+  /** Overrides the client's timeout for this request. */
+  readonly timeout?: Duration.DurationInput | undefined
+}
+
+/** A `tools/call` answer: the classified result and the `CallToolResult` exactly as sent. */
+export interface CallOutcome {
+  readonly result: McpCallResult.McpCallResult
+  readonly wire: JsonObject
+}
+
+/** A connected, initialized MCP client. */
+export interface Service {
+  /** The server name, for logs and errors. */
+  readonly server: string
+  /** What the server said in `initialize`. */
+  readonly identity: ServerIdentity
+  /** Lists every tool now (following `nextCursor`) and updates the cached list. */
+  readonly refreshTools: Effect.Effect<ToolList, McpError.McpError>
+  /** The cached tool list; lists on first use and waits for a refresh under way. */
+  readonly tools: Effect.Effect<ReadonlyArray<McpTool.McpTool>, McpError.McpError>
+  /** Each new tool list, starting with the current one once listed. */
+  readonly toolListChanges: Stream.Stream<ToolList>
+  /** Calls a tool and classifies its result. `isError` results succeed, with `isError: true`. */
+  readonly callTool: (
+    name: string,
+    args?: JsonObject,
+    options?: RequestOptions
+  ) => Effect.Effect<CallOutcome, McpError.McpError>
+  /** Sends any request and returns its raw `result`. */
+  readonly request: (
+    method: string,
+    params?: unknown,
+    options?: RequestOptions
+  ) => Effect.Effect<unknown, McpError.McpError>
+  /** Sends a notification. */
+  readonly notify: (method: string, params?: unknown) => Effect.Effect<void>
+  /**
+   * Notifications whose method is not the protocol's own (outside `notifications/`): the seed's
+   * `event/*` push events.
+   */
+  readonly events: Stream.Stream<JsonRpc.Notification>
+  /** Protocol notifications the engine does not consume itself (progress, resources/updated, …). */
+  readonly notifications: Stream.Stream<JsonRpc.Notification>
+}
+
+/** The client of one MCP server. */
+export class McpClient extends Context.Tag("@skald/mcp/McpClient")<McpClient, Service>() {}
+
+interface Pending {
+  readonly method: string
+  readonly deferred: Deferred.Deferred<unknown, McpError.McpError>
+}
+
+const isObject = (u: unknown): u is JsonObject => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** Reason sent in `notifications/cancelled` when the waiting fiber was interrupted by a stop. */
+export const STOP_REASON = "cancelled by the client"
+/** Reason sent in `notifications/cancelled` when the call timeout fired. */
+export const TIMEOUT_REASON = "timeout"
+
+/**
+ * Connects over the `Transport` in context: starts the reader, initializes, and returns the
+ * client. The connection lives as long as the scope.
+ */
+export const make = (options: Options = {}): Effect.Effect<Service, McpError.McpError, Transport | Scope.Scope> =>
+  Effect.gen(function*() {
+    const transport = yield* Transport
+    const server = transport.server
+    const callTimeout = Duration.decode(options.callTimeout ?? Protocol.DEFAULT_CALL_TIMEOUT_MILLIS)
+    const startTimeout = Duration.decode(options.startTimeout ?? Protocol.DEFAULT_START_TIMEOUT_MILLIS)
+    const maxToolPages = options.maxToolPages ?? Protocol.MAX_TOOL_PAGES
+    const log = (tag: McpLog.Tag, text: string) => McpLog.emit(server, tag, text)
+
+    // --- requests -------------------------------------------------------------------------
+    // The pending map is the engine's hot path; it is private to this closure and only touched
+    // synchronously (acquire, release, routing), so no interleaving can observe it half-done.
+    const pending = new Map<JsonRpc.RequestId, Pending>()
+    let nextId = 0
+    let closed: McpError.McpConnectionError | undefined
+
+    const closeWith = (error: McpError.McpConnectionError) =>
+      Effect.sync(() => {
+        if (closed !== undefined) return
+        closed = error
+        for (const entry of pending.values()) Deferred.unsafeDone(entry.deferred, Exit.fail(error))
+        pending.clear()
+      })
+
+    const timeoutError = (method: string, timeout: Duration.Duration) =>
+      new McpError.McpTimeout({ server, method, timeoutMillis: Duration.toMillis(timeout) })
+
+    /**
+     * The one request primitive. `cancellable`: an interrupted request tells the server with
+     * `notifications/cancelled` (never for `initialize`); `timeout`: its own timer fiber, which
+     * records the reason before it interrupts the request.
+     */
+    const send = (
+      method: string,
+      params: unknown,
+      timeout: Duration.Duration,
+      cancellable: boolean
+    ): Effect.Effect<unknown, McpError.McpError> => {
+      const cell = { reason: STOP_REASON }
+      const exchange = Effect.acquireUseRelease(
+        Effect.suspend(() => {
+          if (closed !== undefined) return Effect.fail(closed)
+          const id = nextId++
+          const deferred = Deferred.unsafeMake<unknown, McpError.McpError>(FiberId.none)
+          pending.set(id, { method, deferred })
+          return Effect.as(transport.send(JsonRpc.request(id, method, params)), { id, deferred })
+        }),
+        ({ deferred }) => Deferred.await(deferred),
+        ({ id }, exit) =>
+          Effect.suspend(() => {
+            const unanswered = pending.delete(id)
+            if (unanswered && cancellable && Exit.isInterrupted(exit)) {
+              return transport.send(JsonRpc.notification("notifications/cancelled", { requestId: id, reason: cell.reason }))
+            }
+            return Effect.void
+          })
+      )
+      if (!Duration.isFinite(timeout)) return exchange
+      const timer = Effect.sleep(timeout).pipe(
+        Effect.zipRight(Effect.suspend(() => {
+          cell.reason = TIMEOUT_REASON
+          return Effect.fail(timeoutError(method, timeout))
+        }))
+      )
+      return Effect.raceFirst(exchange, timer)
+    }
+
+    const request = (method: string, params?: unknown, options?: RequestOptions) =>
+      send(
+        method,
+        params,
+        options?.timeout === undefined ? callTimeout : Duration.decode(options.timeout),
+        method !== "initialize"
+      )
+
+    const notify = (method: string, params?: unknown) =>
+      Effect.suspend(() => (closed !== undefined ? Effect.void : transport.send(JsonRpc.notification(method, params))))
+
+    // --- streams of what the server pushes -------------------------------------------------
+    const events = yield* PubSub.unbounded<JsonRpc.Notification>()
+    const notifications = yield* PubSub.unbounded<JsonRpc.Notification>()
+    yield* Effect.addFinalizer(() => Effect.zipRight(PubSub.shutdown(events), PubSub.shutdown(notifications)))
+
+    // --- server requests: each in its own fiber, keyed by id so `notifications/cancelled` can stop it
+    const handlers = yield* FiberMap.make<JsonRpc.RequestId>()
+
+    const answer = (id: JsonRpc.RequestId, handle: Effect.Effect<unknown, JsonRpc.ErrorObject>) =>
+      handle.pipe(
+        Effect.matchEffect({
+          onSuccess: (result) => transport.send(JsonRpc.success(id, result)),
+          onFailure: (error) => transport.send(JsonRpc.failure(id, error.code, error.message, error.data))
+        })
+      )
+
+    const serverRequest = (message: JsonRpc.Request): Effect.Effect<unknown, JsonRpc.ErrorObject> => {
+      switch (message.method) {
+        case "ping":
+          return Effect.succeed({})
+        default:
+          return Effect.fail({ code: JsonRpc.ErrorCode.MethodNotFound, message: `method not found: ${message.method}` })
+      }
+    }
+
+    // --- tools ---------------------------------------------------------------------------
+    const toolList = yield* SubscriptionRef.make<Option.Option<ToolList>>(Option.none())
+    const refreshLock = yield* Effect.makeSemaphore(1)
+    let wantedGeneration = 0
+    let listedGeneration = -1
+    const outputChecks = OutputSchema.makeCache()
+
+    const listAllPages = Effect.gen(function*() {
+      const wire: Array<JsonObject> = []
+      let cursor: string | undefined
+      for (let page = 1; page <= maxToolPages; page++) {
+        const result = yield* request("tools/list", cursor === undefined ? {} : { cursor })
+        if (!isObject(result) || !Array.isArray(result.tools)) {
+          return yield* new McpError.McpProtocolError({ server, detail: "tools/list answered without a tools array" })
+        }
+        for (const tool of result.tools) if (isObject(tool)) wire.push(tool)
+        cursor = typeof result.nextCursor === "string" ? result.nextCursor : undefined
+        if (cursor === undefined) break
+        if (page === maxToolPages) {
+          yield* log(
+            "warning",
+            `tools/list still had a nextCursor after ${maxToolPages} pages; kept the ${wire.length} tools read so far`
+          )
+        }
+      }
+      const tools: Array<McpTool.McpTool> = []
+      for (const entry of wire) {
+        const tool = McpTool.fromWire(entry)
+        if (Option.isSome(tool)) tools.push(tool.value)
+        else yield* log("warning", "tools/list returned a tool without a name; it was ignored")
+      }
+      return { tools, wire } satisfies ToolList
+    })
+
+    const listNow = Effect.gen(function*() {
+      const generation = wantedGeneration
+      const list = yield* listAllPages
+      listedGeneration = generation
+      yield* SubscriptionRef.set(toolList, Option.some(list))
+      return list
+    })
+
+    const refreshTools = Effect.withSpan(refreshLock.withPermits(1)(listNow), "McpClient.listTools", {
+      attributes: { "mcp.server": server, "mcp.method": "tools/list" }
+    })
+
+    const currentTools = refreshLock.withPermits(1)(
+      Effect.gen(function*() {
+        const cached = yield* SubscriptionRef.get(toolList)
+        if (Option.isSome(cached) && listedGeneration >= wantedGeneration) return cached.value
+        return yield* listNow
+      })
+    )
+
+    const onToolsChanged = Effect.suspend(() => {
+      wantedGeneration++
+      // Only a client that has listed keeps its list fresh; coalesces a burst into one listing.
+      if (listedGeneration < 0) return Effect.void
+      return currentTools.pipe(
+        Effect.catchAll((error) => log("warning", `could not refresh the tool list: ${error.message}`)),
+        Effect.forkScoped,
+        Effect.asVoid
+      )
+    })
+
+    // --- the reader ----------------------------------------------------------------------
+    const scope = yield* Effect.scope
+
+    const onNotification = (message: JsonRpc.Notification): Effect.Effect<void> => {
+      const params = isObject(message.params) ? message.params : {}
+      switch (message.method) {
+        case "notifications/message": {
+          const level = McpLog.isLevel(params.level) ? params.level : "info"
+          const data = typeof params.data === "string" ? params.data : JSON.stringify(params.data)
+          const text = typeof params.logger === "string" ? `${params.logger}: ${data}` : `${data}`
+          return log(level, text)
+        }
+        case "notifications/tools/list_changed":
+          return Scope.extend(onToolsChanged, scope)
+        case "notifications/cancelled": {
+          const id = params.requestId
+          if (typeof id !== "string" && typeof id !== "number") return Effect.void
+          return FiberMap.remove(handlers, id)
+        }
+        default:
+          return PubSub.publish(message.method.startsWith("notifications/") ? notifications : events, message).pipe(
+            Effect.asVoid
+          )
+      }
+    }
+
+    const onResponse = (message: JsonRpc.Success | JsonRpc.Failure): Effect.Effect<void> => {
+      const id = message.id
+      const entry = id === null ? undefined : pending.get(id)
+      if (entry === undefined) {
+        return log("warning", `dropped a response to unknown request id ${JSON.stringify(id)}`)
+      }
+      pending.delete(id!)
+      if ("result" in message) {
+        Deferred.unsafeDone(entry.deferred, Exit.succeed(message.result))
+      } else {
+        const error = message.error
+        Deferred.unsafeDone(
+          entry.deferred,
+          Exit.fail(
+            new McpError.McpRequestError({
+              server,
+              method: entry.method,
+              code: error.code,
+              reason: error.message,
+              ...(error.data !== undefined ? { data: error.data } : {})
+            })
+          )
+        )
+      }
+      return Effect.void
+    }
+
+    const route = (incoming: JsonRpc.Incoming): Effect.Effect<void> => {
+      switch (incoming._tag) {
+        case "Response":
+          return onResponse(incoming.message)
+        case "Notification":
+          return onNotification(incoming.message)
+        case "Request": {
+          const { id } = incoming.message
+          return FiberMap.run(handlers, id, answer(id, serverRequest(incoming.message)), { onlyIfMissing: true }).pipe(
+            Effect.asVoid
+          )
+        }
+      }
+    }
+
+    const reader = Effect.gen(function*() {
+      while (true) {
+        const [messages, done] = yield* transport.incoming.takeAll
+        for (const message of messages) yield* route(message)
+        if (done) return yield* new McpError.McpConnectionClosed({ server })
+      }
+    }).pipe(
+      Effect.catchAll(closeWith),
+      Effect.onInterrupt(() => closeWith(new McpError.McpConnectionClosed({ server })))
+    )
+    yield* Effect.forkScoped(reader)
+    yield* Effect.addFinalizer(() => closeWith(new McpError.McpConnectionClosed({ server })))
+
+    // --- initialize ----------------------------------------------------------------------
+    const identity = yield* Effect.gen(function*() {
+      const result = yield* send(
+        "initialize",
+        {
+          protocolVersion: Protocol.PROTOCOL_VERSION,
+          capabilities: { experimental: { tasks: {} } },
+          clientInfo: options.clientInfo ?? Protocol.CLIENT_INFO
+        },
+        startTimeout,
+        false
+      )
+      if (!isObject(result) || typeof result.protocolVersion !== "string") {
+        return yield* new McpError.McpProtocolError({
+          server,
+          detail: "the initialize answer has no protocolVersion"
+        })
+      }
+      const version = result.protocolVersion
+      if (version !== Protocol.PROTOCOL_VERSION) {
+        if (!Protocol.COMPATIBLE_VERSIONS.includes(version)) {
+          return yield* new McpError.McpUnsupportedProtocolVersion({
+            server,
+            requested: Protocol.PROTOCOL_VERSION,
+            received: version,
+            supported: Protocol.SUPPORTED_VERSIONS
+          })
+        }
+        yield* log("warning", `the server negotiated protocol version ${version} (asked for ${Protocol.PROTOCOL_VERSION})`)
+      }
+      yield* notify("notifications/initialized")
+      return {
+        protocolVersion: version,
+        capabilities: isObject(result.capabilities) ? result.capabilities : {},
+        serverInfo: isObject(result.serverInfo) ? result.serverInfo : {},
+        instructions: typeof result.instructions === "string" ? result.instructions : undefined
+      } satisfies ServerIdentity
+    }).pipe(Effect.withSpan("McpClient.initialize", { attributes: { "mcp.server": server, "mcp.method": "initialize" } }))
+
+    const serverName = typeof identity.serverInfo.name === "string" ? identity.serverInfo.name : "unknown"
+    yield* log("lifecycle", `connected: ${serverName}, protocol ${identity.protocolVersion}`)
+
+    // --- tools/call ------------------------------------------------------------------------
+    const findTool = (name: string) =>
+      Effect.gen(function*() {
+        const known = yield* currentTools
+        const tool = known.tools.find((t) => t.name === name)
+        if (tool !== undefined) return tool
+        // Not seen yet: refresh once before giving up.
+        const fresh = yield* refreshTools
+        const again = fresh.tools.find((t) => t.name === name)
+        if (again !== undefined) return again
+        return yield* new McpError.McpUnknownTool({ server, tool: name, available: fresh.tools.map((t) => t.name) })
+      })
+
+    const callTool = Effect.fn("McpClient.callTool")(
+      function*(name: string, args?: JsonObject, options?: RequestOptions) {
+        yield* Effect.annotateCurrentSpan({ "mcp.server": server, "mcp.method": "tools/call", "mcp.tool": name })
+        const tool = yield* findTool(name).pipe(
+          // A server without tools/list (or one that fails it) is still called directly.
+          Effect.catchTag("McpRequestError", () => Effect.succeed(undefined))
+        )
+        const raw = yield* request("tools/call", { name, arguments: args ?? {} }, options)
+        const wire = isObject(raw) ? raw : {}
+        const extracted = CallResult.extract(wire)
+        for (const warning of extracted.warnings) yield* log("warning", `tool ${name}: ${warning}`)
+        const result = extracted.result
+        if (tool?.outputSchema !== undefined && result._tag !== "Task" && !result.isError) {
+          const structured = wire.structuredContent
+          const problem = structured === undefined
+            ? "declares an outputSchema but returned no structuredContent"
+            : outputChecks(tool.outputSchema)(structured)
+          if (problem !== undefined) {
+            yield* log("warning", `tool ${name}: structuredContent does not match its outputSchema: ${problem}`)
+          }
+        }
+        return { result, wire } satisfies CallOutcome
+      }
+    )
+
+    return {
+      server,
+      identity,
+      refreshTools,
+      tools: Effect.map(currentTools, (list) => list.tools),
+      toolListChanges: toolList.changes.pipe(Stream.filterMap((x) => x)),
+      callTool,
+      request: (method, params, options) =>
+        request(method, params, options).pipe(
+          Effect.withSpan("McpClient.request", { attributes: { "mcp.server": server, "mcp.method": method } })
+        ),
+      notify,
+      events: Stream.fromPubSub(events),
+      notifications: Stream.fromPubSub(notifications)
+    } satisfies Service
+  })
+
+/** The client as a layer over a `Transport` layer. */
+export const layer = (options?: Options): Layer.Layer<McpClient, McpError.McpError, Transport> =>
+  Layer.scoped(McpClient, make(options))

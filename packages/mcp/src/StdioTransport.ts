@@ -1,0 +1,231 @@
+/**
+ * The stdio transport: a child process speaking newline-delimited JSON-RPC, as a scoped resource.
+ * Closing the scope runs the spec's shutdown sequence on the whole process group.
+ *
+ * @since 0.1.0
+ */
+import { McpError } from "@skald/domain"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Mailbox from "effect/Mailbox"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+import * as ChildProcess from "node:child_process"
+import * as LineFramer from "./internal/lineFramer.js"
+import * as JsonRpc from "./JsonRpc.js"
+import * as McpLog from "./McpLog.js"
+import { DEFAULT_MAX_MESSAGE_BYTES } from "./Protocol.js"
+import { Transport, type Service } from "./Transport.js"
+
+/** How to start the server and how patiently to stop it. */
+export interface Options {
+  /** The server name, for logs and errors. */
+  readonly server: string
+  readonly command: string
+  readonly args?: ReadonlyArray<string> | undefined
+  /** Merged over the parent's environment. */
+  readonly env?: Readonly<Record<string, string>> | undefined
+  readonly cwd?: string | undefined
+  /** The largest line accepted from the server (default 64 MiB). */
+  readonly maxMessageBytes?: number | undefined
+  /** How long to wait for the server to exit after its stdin is closed (default 2 s). */
+  readonly stdinGrace?: Duration.DurationInput | undefined
+  /** How long to wait after SIGTERM before SIGKILL (default 2 s). */
+  readonly termGrace?: Duration.DurationInput | undefined
+  /** How many of the last stderr lines an exit error carries (default 20). */
+  readonly stderrTailLines?: number | undefined
+}
+
+type ExitInfo = { readonly code: number | null; readonly signal: NodeJS.Signals | null }
+
+const spawnReason = (error: NodeJS.ErrnoException): string => {
+  switch (error.code) {
+    case "ENOENT":
+      return "command not found"
+    case "EACCES":
+      return "permission denied"
+    default:
+      return error.message
+  }
+}
+
+const killGroup = (pid: number | undefined, signal: NodeJS.Signals): boolean => {
+  if (pid === undefined) return false
+  try {
+    process.kill(-pid, signal)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Starts the server process; the returned transport lives as long as the scope. */
+export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawnError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const server = options.server
+    const maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES
+    const stdinGrace = Duration.decode(options.stdinGrace ?? "2 seconds")
+    const termGrace = Duration.decode(options.termGrace ?? "2 seconds")
+    const tailSize = options.stderrTailLines ?? 20
+    const commandLine = [options.command, ...(options.args ?? [])].join(" ")
+
+    const incoming = yield* Mailbox.make<JsonRpc.Incoming, McpError.McpConnectionError>()
+    const logs = yield* Queue.unbounded<McpLog.McpLogLine>()
+    const sink = yield* McpLog.McpLogSink
+    const log = (tag: McpLog.Tag, text: string) => Queue.unsafeOffer(logs, { server, tag, text })
+
+    // Registered first, so it runs last: whatever was logged during shutdown still reaches the sink.
+    yield* Effect.addFinalizer(() =>
+      Queue.takeAll(logs).pipe(Effect.flatMap(Effect.forEach(sink.emit, { discard: true })))
+    )
+    yield* Queue.take(logs).pipe(Effect.flatMap(sink.emit), Effect.forever, Effect.forkScoped)
+
+    const exited = yield* Deferred.make<ExitInfo>()
+    const stderrTail: Array<string> = []
+
+    const child = yield* Effect.acquireRelease(
+      Effect.async<ChildProcess.ChildProcess, McpError.McpSpawnError>((resume) => {
+        const handle = ChildProcess.spawn(options.command, options.args ?? [], {
+          stdio: ["pipe", "pipe", "pipe"],
+          env: options.env === undefined ? process.env : { ...process.env, ...options.env },
+          cwd: options.cwd,
+          // Own process group (setsid): a terminal's Ctrl-C does not reach it, and the whole group is signalled.
+          detached: true,
+          windowsHide: true
+        })
+        let spawned = false
+        handle.once("error", (error: NodeJS.ErrnoException) => {
+          if (!spawned) {
+            resume(Effect.fail(new McpError.McpSpawnError({ server, command: commandLine, reason: spawnReason(error) })))
+          } else {
+            log("lifecycle", `process error: ${error.message}`)
+          }
+        })
+        handle.once("spawn", () => {
+          spawned = true
+          resume(Effect.succeed(handle))
+        })
+        handle.once("exit", (code, signal) => {
+          Deferred.unsafeDone(exited, Exit.succeed({ code, signal }))
+        })
+      }),
+      (handle) => shutdown(handle)
+    )
+
+    const pid = child.pid
+    log("lifecycle", `started (pid ${pid}): ${commandLine}`)
+
+    // stderr: captured line by line onto the log stream, tagged `stderr`, and kept for exit errors.
+    const stderrFramer = LineFramer.make({
+      maxLineBytes: 64 * 1024,
+      onLine: (line) => {
+        if (stderrTail.length === tailSize) stderrTail.shift()
+        stderrTail.push(line)
+        log("stderr", line)
+      },
+      onTooLarge: () => log("warning", "a stderr line exceeded 64 KiB; further stderr output is ignored")
+    })
+    child.stderr!.on("data", stderrFramer.push)
+    child.stderr!.on("error", () => {})
+
+    // stdout: newline-delimited JSON-RPC.
+    const stdoutFramer = LineFramer.make({
+      maxLineBytes: maxMessageBytes,
+      onLine: (line) => {
+        let value: unknown
+        try {
+          value = JSON.parse(line)
+        } catch {
+          log("warning", `ignored a stdout line that is not JSON: ${preview(line)}`)
+          return
+        }
+        const message = JsonRpc.classify(value)
+        if (message === undefined) {
+          log("warning", `ignored a stdout line that is not a JSON-RPC 2.0 message: ${preview(line)}`)
+          return
+        }
+        incoming.unsafeOffer(message)
+      },
+      onTooLarge: () => {
+        log("lifecycle", `closed the connection: a message exceeded ${maxMessageBytes} bytes`)
+        incoming.unsafeDone(Exit.fail(new McpError.McpMessageTooLarge({ server, limitBytes: maxMessageBytes })))
+        child.stdout!.destroy()
+      }
+    })
+    child.stdout!.on("data", stdoutFramer.push)
+    child.stdout!.on("error", () => {})
+    child.stdin!.on("error", () => {})
+
+    // Exit: wait briefly for stdout to drain (a response written just before exiting still counts),
+    // then fail every pending request with the exit status and the last stderr lines.
+    child.once("exit", (code, signal) => {
+      log("lifecycle", signal !== null ? `killed by ${signal}` : `exited with code ${code}`)
+      const finish = () =>
+        incoming.unsafeDone(
+          Exit.fail(new McpError.McpServerExited({ server, code, signal, stderrTail: stderrTail.slice() }))
+        )
+      if (child.stdout!.readableEnded || child.stdout!.destroyed) return finish()
+      const timer = setTimeout(finish, 100)
+      child.stdout!.once("close", () => {
+        clearTimeout(timer)
+        finish()
+      })
+    })
+
+    // Writes of one event-loop turn go out as one pipe write.
+    let pending: Array<string> = []
+    let scheduled = false
+    const flush = () => {
+      scheduled = false
+      const data = pending.length === 1 ? pending[0]! : pending.join("")
+      pending = []
+      if (child.stdin!.writable) child.stdin!.write(data)
+    }
+    const send = (message: JsonRpc.Message) =>
+      Effect.sync(() => {
+        pending.push(JSON.stringify(message) + "\n")
+        if (!scheduled) {
+          scheduled = true
+          setImmediate(flush)
+        }
+      })
+
+    function shutdown(handle: ChildProcess.ChildProcess) {
+      const waitExit = (d: Duration.Duration) => Deferred.await(exited).pipe(Effect.timeoutOption(d))
+      const isDone = Deferred.isDone(exited)
+      return Effect.gen(function*() {
+        if (!(yield* isDone)) {
+          handle.stdin?.end()
+          if (Option.isNone(yield* waitExit(stdinGrace))) {
+            log("lifecycle", `did not exit ${Duration.format(stdinGrace)} after stdin closed; sending SIGTERM`)
+            killGroup(handle.pid, "SIGTERM")
+            if (Option.isNone(yield* waitExit(termGrace))) {
+              log("lifecycle", `did not exit ${Duration.format(termGrace)} after SIGTERM; sending SIGKILL`)
+              killGroup(handle.pid, "SIGKILL")
+              yield* Deferred.await(exited)
+            }
+          }
+        }
+        // Whatever the server left behind in its group (grandchildren) goes with it.
+        killGroup(handle.pid, "SIGKILL")
+        handle.stdout?.destroy()
+        handle.stderr?.destroy()
+        handle.stdin?.destroy()
+      })
+    }
+
+    return { server, kind: "stdio", send, incoming } satisfies Service
+  })
+
+const preview = (line: string): string => {
+  const cut = line.length > 200 ? `${line.slice(0, 200)}… (${line.length} chars)` : line
+  return JSON.stringify(cut)
+}
+
+/** The stdio transport as a scoped layer. */
+export const layer = (options: Options): Layer.Layer<Transport, McpError.McpSpawnError> =>
+  Layer.scoped(Transport, make(options))

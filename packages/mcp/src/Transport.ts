@@ -1,0 +1,30 @@
+/**
+ * The only per-transport code: how messages go out, how they come in, and what closing means.
+ * Everything else (ids, routing, pagination, results, cancellation) is the engine's, written once.
+ *
+ * @since 0.1.0
+ */
+import type { McpError } from "@skald/domain"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Mailbox from "effect/Mailbox"
+import type * as JsonRpc from "./JsonRpc.js"
+
+/** A connected transport. */
+export interface Service {
+  /** The server name, for logs and errors. */
+  readonly server: string
+  /** `stdio` or `http`. */
+  readonly kind: "stdio" | "http"
+  /**
+   * Queues one message for the peer. Never blocks on the peer: writes of one event-loop turn are
+   * batched. A transport that has closed drops the message (the engine has already failed every
+   * request with the reason).
+   */
+  readonly send: (message: JsonRpc.Message) => Effect.Effect<void>
+  /** Incoming messages, in order. Ends with the reason the connection closed. */
+  readonly incoming: Mailbox.ReadonlyMailbox<JsonRpc.Incoming, McpError.McpConnectionError>
+}
+
+/** The transport a client runs on. Each transport is a scoped layer providing this tag. */
+export class Transport extends Context.Tag("@skald/mcp/Transport")<Transport, Service>() {}

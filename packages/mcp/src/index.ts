@@ -1,0 +1,30 @@
+/**
+ * @skald/mcp — an Effect-native MCP client: one JSON-RPC engine, scoped transports, and
+ * cancellation, timeouts and process reaping that fall out of fiber interruption.
+ *
+ * @since 0.1.0
+ */
+
+/** Result extraction: a `CallToolResult` becomes Text | Json | Media | Task. */
+export * as CallResult from "./CallResult.js"
+
+/** JSON-RPC 2.0 messages: the Schema codec and the fast classifier. */
+export * as JsonRpc from "./JsonRpc.js"
+
+/** The engine: initialize, tools, calls, routing and cancellation, over any transport. */
+export * as McpClient from "./McpClient.js"
+
+/** Diagnostic lines of a connection and the sink they go to. */
+export * as McpLog from "./McpLog.js"
+
+/** Checks `structuredContent` against a tool's `outputSchema`. */
+export * as OutputSchema from "./OutputSchema.js"
+
+/** Protocol constants: the version, limits and default timeouts. */
+export * as Protocol from "./Protocol.js"
+
+/** The stdio transport: a child process as a scoped resource. */
+export * as StdioTransport from "./StdioTransport.js"
+
+/** The transport contract. */
+export * as Transport from "./Transport.js"

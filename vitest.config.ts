@@ -1,0 +1,23 @@
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { defineConfig } from "vitest/config"
+
+const root = path.dirname(fileURLToPath(import.meta.url))
+const pkg = (name: string) => path.join(root, "packages", name, "src")
+
+export default defineConfig({
+  resolve: {
+    // Tests run the workspace packages from source; the built output is for the `skald` binary.
+    alias: [
+      { find: /^@skald\/(domain|mcp|server)$/, replacement: `${pkg("$1")}/index.ts` },
+      { find: /^@skald\/(domain|mcp|server)\/(.*)$/, replacement: `${pkg("$1")}/$2.ts` }
+    ]
+  },
+  test: {
+    include: ["packages/*/test/**/*.test.ts", "test/**/*.test.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    pool: "forks",
+    poolOptions: { forks: { maxForks: 2, minForks: 1 } }
+  }
+})

@@ -4,6 +4,9 @@
  * @since 0.1.0
  */
 
+/** File extensions for media types and back. */
+export * as MediaType from "./MediaType.js"
+
 /** Typed errors of MCP connections and calls. */
 export * as McpError from "./McpError.js"
 

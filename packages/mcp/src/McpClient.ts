@@ -81,6 +81,8 @@ export interface Service {
   readonly refreshTools: Effect.Effect<ToolList, McpError.McpError>
   /** The cached tool list; lists on first use and waits for a refresh under way. */
   readonly tools: Effect.Effect<ReadonlyArray<McpTool.McpTool>, McpError.McpError>
+  /** The cached tool list with the wire entries; lists on first use and waits for a refresh under way. */
+  readonly toolList: Effect.Effect<ToolList, McpError.McpError>
   /** Each new tool list, starting with the current one once listed. */
   readonly toolListChanges: Stream.Stream<ToolList>
   /** Calls a tool and classifies its result. `isError` results succeed, with `isError: true`. */
@@ -233,6 +235,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     const refreshLock = yield* Effect.makeSemaphore(1)
     let wantedGeneration = 0
     let listedGeneration = -1
+    let everListed = false
+    let latest: ToolList | undefined
     const outputChecks = OutputSchema.makeCache()
 
     const listAllPages = Effect.gen(function*() {
@@ -263,9 +267,11 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     })
 
     const listNow = Effect.gen(function*() {
+      everListed = true
       const generation = wantedGeneration
       const list = yield* listAllPages
       listedGeneration = generation
+      latest = list
       yield* SubscriptionRef.set(toolList, Option.some(list))
       return list
     })
@@ -274,18 +280,17 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       attributes: { "mcp.server": server, "mcp.method": "tools/list" }
     })
 
-    const currentTools = refreshLock.withPermits(1)(
-      Effect.gen(function*() {
-        const cached = yield* SubscriptionRef.get(toolList)
-        if (Option.isSome(cached) && listedGeneration >= wantedGeneration) return cached.value
-        return yield* listNow
-      })
+    const isFresh = () => latest !== undefined && listedGeneration >= wantedGeneration
+    const currentTools: Effect.Effect<ToolList, McpError.McpError> = Effect.suspend(() =>
+      isFresh()
+        ? Effect.succeed(latest!)
+        : refreshLock.withPermits(1)(Effect.suspend(() => (isFresh() ? Effect.succeed(latest!) : listNow)))
     )
 
     const onToolsChanged = Effect.suspend(() => {
       wantedGeneration++
       // Only a client that has listed keeps its list fresh; coalesces a burst into one listing.
-      if (listedGeneration < 0) return Effect.void
+      if (!everListed) return Effect.void
       return currentTools.pipe(
         Effect.catchAll((error) => log("warning", `could not refresh the tool list: ${error.message}`)),
         Effect.forkScoped,
@@ -459,6 +464,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       identity,
       refreshTools,
       tools: Effect.map(currentTools, (list) => list.tools),
+      toolList: currentTools,
       toolListChanges: toolList.changes.pipe(Stream.filterMap((x) => x)),
       callTool,
       request: (method, params, options) =>

@@ -181,6 +181,7 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
     let scheduled = false
     const flush = () => {
       scheduled = false
+      if (pending.length === 0) return
       const data = pending.length === 1 ? pending[0]! : pending.join("")
       pending = []
       if (child.stdin!.writable) child.stdin!.write(data)
@@ -195,10 +196,14 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
       })
 
     function shutdown(handle: ChildProcess.ChildProcess) {
-      const waitExit = (d: Duration.Duration) => Deferred.await(exited).pipe(Effect.timeoutOption(d))
+      // Finalizers run uninterruptibly: the wait itself must be interruptible for its timeout to fire.
+      const waitExit = (d: Duration.Duration) =>
+        Deferred.await(exited).pipe(Effect.interruptible, Effect.timeoutOption(d))
       const isDone = Deferred.isDone(exited)
       return Effect.gen(function*() {
         if (!(yield* isDone)) {
+          // What was queued this turn (a last `notifications/cancelled`) goes out before EOF.
+          flush()
           handle.stdin?.end()
           if (Option.isNone(yield* waitExit(stdinGrace))) {
             log("lifecycle", `did not exit ${Duration.format(stdinGrace)} after stdin closed; sending SIGTERM`)

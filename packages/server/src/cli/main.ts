@@ -1,1 +1,65 @@
-export {}
+/**
+ * The `skald` process: splits argv at the first `--`, runs the command, and maps the outcome to
+ * the exit status contract (0 ok, 1 tool error, 2 failure, 130 Ctrl-C).
+ *
+ * @since 0.1.0
+ */
+import { ValidationError } from "@effect/cli"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Cli from "./Cli.js"
+import { ExitStatus, ExitWith } from "./CliError.js"
+import * as Settings from "./Settings.js"
+import * as Target from "./Target.js"
+
+const { own, server } = Target.splitArgv(process.argv.slice(2))
+
+// Diagnostics go to stderr: warnings and worse unless --log-level says otherwise.
+const stderrLogger = Logger.make(({ logLevel, message }) => {
+  const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
+  process.stderr.write(`skald: ${logLevel.label.toLowerCase()}: ${text}\n`)
+})
+
+const program = Cli.run(own).pipe(
+  Effect.provideService(Target.ServerCommandLine, server),
+  Effect.provide(Layer.mergeAll(Settings.Settings.layer, NodeContext.layer, Logger.replace(Logger.defaultLogger, stderrLogger))),
+  Logger.withMinimumLogLevel(LogLevel.Warning)
+)
+
+const statusOf = (exit: Exit.Exit<void, unknown>, signal: NodeJS.Signals | undefined): number => {
+  if (Exit.isSuccess(exit)) return ExitStatus.Ok
+  if (Cause.isInterruptedOnly(exit.cause)) return signal === "SIGTERM" ? 143 : ExitStatus.Interrupted
+  const failure = Cause.failureOption(exit.cause)
+  if (failure._tag === "Some") {
+    const error = failure.value
+    if (error instanceof ExitWith) return error.status
+    if (ValidationError.isValidationError(error)) {
+      return ValidationError.isHelpRequested(error) ? ExitStatus.Ok : ExitStatus.Failure
+    }
+  }
+  process.stderr.write(`skald: unexpected failure, please report it:\n${Cause.pretty(exit.cause)}\n`)
+  return ExitStatus.Failure
+}
+
+const fiber = Effect.runFork(program)
+let signal: NodeJS.Signals | undefined
+const onSignal = (received: NodeJS.Signals) => {
+  if (signal !== undefined) return
+  signal = received
+  fiber.unsafeInterruptAsFork(fiber.id())
+}
+process.on("SIGINT", onSignal)
+process.on("SIGTERM", onSignal)
+fiber.addObserver((exit) => {
+  const status = statusOf(exit, signal)
+  process.exitCode = status
+  process.removeListener("SIGINT", onSignal)
+  process.removeListener("SIGTERM", onSignal)
+  // Let stdout drain and the event loop end by itself; never linger on a stray handle.
+  setTimeout(() => process.exit(status), 2000).unref()
+})

@@ -1,0 +1,159 @@
+import { assert, describe, it } from "@effect/vitest"
+import { execFile, spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+
+const root = Path.resolve(import.meta.dirname, "..")
+const skald = Path.join(root, "packages/server/bin/skald.js")
+const everything = ["node", Path.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "stdio"]
+
+interface Run {
+  readonly status: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<Run> =>
+  new Promise((resolve) => {
+    execFile(process.execPath, [skald, ...args], { cwd: root, env: { ...process.env, ...env } }, (error, stdout, stderr) => {
+      resolve({ status: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr })
+    })
+  })
+
+describe("skald CLI over stdio (server-everything)", () => {
+  it("tools --json lists every tool as sent, including those registered after initialize", async () => {
+    const r = await run(["tools", "--json", "--", ...everything])
+    assert.strictEqual(r.status, 0, r.stderr)
+    const tools = JSON.parse(r.stdout) as Array<{ name: string; execution?: { taskSupport?: string }; outputSchema?: unknown }>
+    const byName = new Map(tools.map((t) => [t.name, t]))
+    assert.strictEqual(byName.get("simulate-research-query")?.execution?.taskSupport, "required")
+    assert.isDefined(byName.get("get-structured-content")?.outputSchema)
+    assert.isDefined(byName.get("echo"))
+  })
+
+  it("tools prints one tool a line, name first", async () => {
+    const r = await run(["tools", "--", ...everything])
+    assert.strictEqual(r.status, 0, r.stderr)
+    const lines = r.stdout.trim().split("\n")
+    assert.isTrue(lines.some((l) => l.startsWith("echo ") && l.includes("Echo")))
+    assert.isTrue(lines.some((l) => l.startsWith("simulate-research-query")))
+  })
+
+  it("call prints structuredContent as pretty JSON", async () => {
+    const r = await run(["call", "get-structured-content", "--args", "{\"location\":\"New York\"}", "--", ...everything])
+    assert.strictEqual(r.status, 0, r.stderr)
+    const value = JSON.parse(r.stdout) as { temperature: number }
+    assert.isNumber(value.temperature)
+    assert.isTrue(r.stdout.includes("\n  \""), "pretty-printed")
+  })
+
+  it("call --json prints the CallToolResult as sent", async () => {
+    const r = await run(["call", "echo", "--json", "--args", "{\"message\":\"hi\"}", "--", ...everything])
+    assert.strictEqual(r.status, 0, r.stderr)
+    assert.deepStrictEqual(JSON.parse(r.stdout), { content: [{ type: "text", text: "Echo: hi" }] })
+  })
+
+  it("call writes an image to --media-dir and prints its absolute link", async () => {
+    const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-media-"))
+    const r = await run(["call", "get-tiny-image", "--media-dir", dir, "--", ...everything])
+    assert.strictEqual(r.status, 0, r.stderr)
+    const match = /!\[image\]\((\/[^)]+\.png)\) \(image\/png, [\d.]+ KB\)/.exec(r.stdout)
+    assert.isNotNull(match, r.stdout)
+    const file = match![1]!
+    assert.strictEqual(Path.dirname(file), dir)
+    const bytes = Fs.readFileSync(file)
+    assert.deepStrictEqual([...bytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
+    Fs.rmSync(dir, { recursive: true })
+  })
+
+  it("passes everything after -- to the server untouched", async () => {
+    // server-everything ignores unknown arguments; skald must not treat --help as its own.
+    const r = await run(["call", "echo", "--args", "{\"message\":\"x\"}", "--", ...everything, "--help"])
+    assert.strictEqual(r.status, 0, r.stderr)
+    assert.strictEqual(r.stdout, "Echo: x\n")
+  })
+
+  it("an unknown tool exits 2 and names the tools on offer", async () => {
+    const r = await run(["call", "no-such-tool", "--", ...everything])
+    assert.strictEqual(r.status, 2)
+    assert.strictEqual(r.stdout, "")
+    assert.match(r.stderr.split("\n")[0]!, /has no tool 'no-such-tool'; it offers: echo/)
+  })
+
+  it("usage errors exit 2 with a message first", async () => {
+    const bad = await run(["call", "echo", "--args", "[1]", "--", ...everything])
+    assert.strictEqual(bad.status, 2)
+    assert.match(bad.stderr.split("\n")[0]!, /--args must be a JSON object/)
+    const none = await run(["call", "echo"])
+    assert.strictEqual(none.status, 2)
+    assert.match(none.stderr.split("\n")[0]!, /no MCP server given/)
+    const unknownCommand = await run(["frobnicate"])
+    assert.strictEqual(unknownCommand.status, 2)
+  })
+
+  it("a server command that does not exist exits 2 and says so", async () => {
+    const r = await run(["tools", "--", "/nonexistent/mcp-server"])
+    assert.strictEqual(r.status, 2)
+    assert.match(r.stderr.split("\n")[0]!, /could not be started .*command not found/)
+  })
+
+  it("a timed-out call exits 2 with the timeout in the message", async () => {
+    const r = await run([
+      "call",
+      "trigger-long-running-operation",
+      "--timeout",
+      "0.3",
+      "--args",
+      "{\"duration\":5,\"steps\":5}",
+      "--",
+      ...everything
+    ])
+    assert.strictEqual(r.status, 2)
+    assert.match(r.stderr.split("\n")[0]!, /did not answer tools\/call within 0.3 s/)
+  })
+
+  it("Ctrl-C exits 130 and leaves no server behind", async () => {
+    const child = spawn(process.execPath, [
+      skald,
+      "call",
+      "trigger-long-running-operation",
+      "--args",
+      "{\"duration\":30,\"steps\":30}",
+      "--",
+      ...everything
+    ], { cwd: root, stdio: ["ignore", "pipe", "pipe"] })
+    let stderr = ""
+    child.stderr.on("data", (d) => (stderr += String(d)))
+    // Wait until the server is up (its pid appears among skald's children), then interrupt.
+    const serverPid = await waitFor(() => childPids(child.pid!)[0])
+    child.kill("SIGINT")
+    const status = await new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+    assert.strictEqual(status, 130, stderr)
+    assert.isFalse(Fs.existsSync(`/proc/${serverPid}`), "the server process was reaped")
+  })
+})
+
+const childPids = (pid: number): Array<number> => {
+  const out: Array<number> = []
+  for (const entry of Fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = Fs.readFileSync(`/proc/${entry}/stat`, "utf8")
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
+      if (ppid === pid) out.push(Number(entry))
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out
+}
+
+const waitFor = async <A>(probe: () => A | undefined): Promise<A> => {
+  for (let i = 0; i < 200; i++) {
+    const value = probe()
+    if (value !== undefined) return value
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  throw new Error("timed out waiting")
+}

@@ -274,11 +274,11 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       latest = list
       yield* SubscriptionRef.set(toolList, Option.some(list))
       return list
-    })
+    }).pipe(
+      Effect.withSpan("McpClient.listTools", { attributes: { "mcp.server": server, "mcp.method": "tools/list" } })
+    )
 
-    const refreshTools = Effect.withSpan(refreshLock.withPermits(1)(listNow), "McpClient.listTools", {
-      attributes: { "mcp.server": server, "mcp.method": "tools/list" }
-    })
+    const refreshTools = refreshLock.withPermits(1)(listNow)
 
     const isFresh = () => latest !== undefined && listedGeneration >= wantedGeneration
     const currentTools: Effect.Effect<ToolList, McpError.McpError> = Effect.suspend(() =>

@@ -237,6 +237,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     let listedGeneration = -1
     let everListed = false
     let latest: ToolList | undefined
+    let byName = new Map<string, McpTool.McpTool>()
     const outputChecks = OutputSchema.makeCache()
 
     const listAllPages = Effect.gen(function*() {
@@ -272,6 +273,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       const list = yield* listAllPages
       listedGeneration = generation
       latest = list
+      byName = new Map(list.tools.map((tool) => [tool.name, tool]))
       yield* SubscriptionRef.set(toolList, Option.some(list))
       return list
     }).pipe(
@@ -424,12 +426,12 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     // --- tools/call ------------------------------------------------------------------------
     const findTool = (name: string) =>
       Effect.gen(function*() {
-        const known = yield* currentTools
-        const tool = known.tools.find((t) => t.name === name)
+        yield* currentTools
+        const tool = byName.get(name)
         if (tool !== undefined) return tool
         // Not seen yet: refresh once before giving up.
         const fresh = yield* refreshTools
-        const again = fresh.tools.find((t) => t.name === name)
+        const again = byName.get(name)
         if (again !== undefined) return again
         return yield* new McpError.McpUnknownTool({ server, tool: name, available: fresh.tools.map((t) => t.name) })
       })

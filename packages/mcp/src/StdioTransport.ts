@@ -19,6 +19,7 @@ import * as LineFramer from "./internal/lineFramer.js"
 import * as JsonRpc from "./JsonRpc.js"
 import * as McpLog from "./McpLog.js"
 import { DEFAULT_MAX_MESSAGE_BYTES } from "./Protocol.js"
+import * as McpClient from "./McpClient.js"
 import { Transport, type Service } from "./Transport.js"
 
 /** How to start the server and how patiently to stop it. */
@@ -234,3 +235,19 @@ const preview = (line: string): string => {
 /** The stdio transport as a scoped layer. */
 export const layer = (options: Options): Layer.Layer<Transport, McpError.McpSpawnError> =>
   Layer.scoped(Transport, make(options))
+
+/**
+ * Starts the server and connects a client to it, both living as long as the scope:
+ * `const client = yield* StdioTransport.client({ server, command, args })`.
+ */
+export const client = (
+  options: Options,
+  clientOptions?: McpClient.Options
+): Effect.Effect<McpClient.Service, McpError.McpError, Scope.Scope> =>
+  McpClient.make(clientOptions).pipe(Effect.provideServiceEffect(Transport, make(options)))
+
+/** A client of a stdio server as one scoped layer. */
+export const layerClient = (
+  options: Options,
+  clientOptions?: McpClient.Options
+): Layer.Layer<McpClient.McpClient, McpError.McpError> => Layer.scoped(McpClient.McpClient, client(options, clientOptions))

@@ -1,0 +1,80 @@
+/**
+ * A raw JSON-lines MCP client with no SDK: the physical limit. Batches the writes of one
+ * event-loop turn, frames stdout by hand, keeps a Map of pending resolvers.
+ */
+import * as ChildProcess from "node:child_process"
+import { type Driver, report, runWorkload, serverCommand } from "./workload.js"
+
+const connect = async (): Promise<Driver> => {
+  const { args, command } = serverCommand(process.argv[2] ?? "raw")
+  const child = ChildProcess.spawn(command, args, { stdio: ["pipe", "pipe", "inherit"] })
+  const pending = new Map<number, { resolve: (v: any) => void; reject: (e: unknown) => void }>()
+  let nextId = 0
+  let buffered = ""
+  child.stdout.setEncoding("utf8")
+  child.stdout.on("data", (chunk: string) => {
+    buffered += chunk
+    let nl = buffered.indexOf("\n")
+    while (nl !== -1) {
+      const line = buffered.slice(0, nl)
+      buffered = buffered.slice(nl + 1)
+      if (line.length > 0) {
+        const m = JSON.parse(line)
+        const entry = pending.get(m.id)
+        if (entry !== undefined) {
+          pending.delete(m.id)
+          if (m.error) entry.reject(new Error(m.error.message))
+          else entry.resolve(m.result)
+        }
+      }
+      nl = buffered.indexOf("\n")
+    }
+  })
+  let out: Array<string> = []
+  let scheduled = false
+  const write = (message: unknown) => {
+    out.push(JSON.stringify(message) + "\n")
+    if (!scheduled) {
+      scheduled = true
+      setImmediate(() => {
+        scheduled = false
+        child.stdin.write(out.join(""))
+        out = []
+      })
+    }
+  }
+  const request = (method: string, params: unknown) =>
+    new Promise<any>((resolve, reject) => {
+      const id = nextId++
+      pending.set(id, { resolve, reject })
+      write({ jsonrpc: "2.0", id, method, params })
+    })
+  await request("initialize", {
+    protocolVersion: "2025-11-25",
+    capabilities: {},
+    clientInfo: { name: "raw-bench", version: "1.0.0" }
+  })
+  write({ jsonrpc: "2.0", method: "notifications/initialized" })
+  return {
+    call: async (name, args) => {
+      const result = await request("tools/call", { name, arguments: args })
+      return result.content[0].text as string
+    },
+    listAll: async () => {
+      let count = 0
+      let cursor: string | undefined
+      do {
+        const result = await request("tools/list", cursor === undefined ? {} : { cursor })
+        count += result.tools.length
+        cursor = result.nextCursor
+      } while (cursor !== undefined)
+      return count
+    },
+    close: async () => {
+      child.stdin.end()
+      await new Promise((resolve) => child.once("exit", resolve))
+    }
+  }
+}
+
+report(await runWorkload(connect))

@@ -1,0 +1,30 @@
+/** The official SDK client (`@modelcontextprotocol/sdk`) over its stdio transport. */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { type Driver, report, runWorkload, serverCommand } from "./workload.js"
+
+const connect = async (): Promise<Driver> => {
+  const { args, command } = serverCommand(process.argv[2] ?? "raw")
+  const transport = new StdioClientTransport({ command, args, stderr: "inherit" })
+  const client = new Client({ name: "sdk-bench", version: "1.0.0" })
+  await client.connect(transport)
+  return {
+    call: async (name, args) => {
+      const result = await client.callTool({ name, arguments: args })
+      return (result.content as Array<{ text: string }>)[0]!.text
+    },
+    listAll: async () => {
+      let count = 0
+      let cursor: string | undefined
+      do {
+        const result = await client.listTools(cursor === undefined ? {} : { cursor })
+        count += result.tools.length
+        cursor = result.nextCursor
+      } while (cursor !== undefined)
+      return count
+    },
+    close: () => client.close()
+  }
+}
+
+report(await runWorkload(connect))

@@ -1,0 +1,74 @@
+/** Skald's client (`@skald/mcp`), running the workload natively in Effect. */
+import { McpClient, StdioTransport } from "@skald/mcp"
+import { Effect } from "effect"
+import { config, cpuMicros, type Metrics, now, peakRssMB, percentile, report, serverCommand } from "./workload.js"
+
+const text = (outcome: McpClient.CallOutcome): string => (outcome.result._tag === "Text" ? outcome.result.text : "")
+
+const check = (outcome: McpClient.CallOutcome, expected: string) =>
+  text(outcome) === expected ? Effect.void : Effect.die(new Error(`unexpected result ${text(outcome).slice(0, 80)}`))
+
+const program = Effect.gen(function*() {
+  const { args, command } = serverCommand(process.argv[2] ?? "raw")
+  const t0 = now()
+  const client = yield* StdioTransport.client({ server: "bench", command, args })
+  const connectMs = now() - t0
+  const call = (message: string) => Effect.flatMap(client.callTool("echo", { message }), (o) => check(o, message))
+
+  const tools = (yield* client.refreshTools).tools.length
+  for (let i = 0; i < config.warmup; i++) yield* call(`w${i}`)
+
+  const latencies: Array<number> = []
+  const seqStart = now()
+  for (let i = 0; i < config.sequential; i++) {
+    const start = now()
+    yield* call(`s${i}`)
+    latencies.push(now() - start)
+  }
+  const seqElapsed = now() - seqStart
+  latencies.sort((a, b) => a - b)
+
+  const inFlight = (concurrency: number, total: number) =>
+    Effect.gen(function*() {
+      const start = now()
+      yield* Effect.forEach(Array.from({ length: total }, (_, i) => i), (i) => call(`c${i}`), {
+        concurrency,
+        discard: true
+      })
+      return total / ((now() - start) / 1000)
+    })
+  const c64 = yield* inFlight(64, config.inFlight64)
+  const cpu0 = cpuMicros()
+  const c256 = yield* inFlight(256, config.inFlight256)
+  const cpuUsPerCall = (cpuMicros() - cpu0) / config.inFlight256
+
+  const bigStart = now()
+  let bytes = 0
+  for (let i = 0; i < config.big; i++) bytes += text(yield* client.callTool("big", {})).length
+  const bigMBps = bytes / (1024 * 1024) / ((now() - bigStart) / 1000)
+
+  const lists: Array<number> = []
+  for (let i = 0; i < config.lists; i++) {
+    const start = now()
+    const n = (yield* client.refreshTools).tools.length
+    if (n !== tools) return yield* Effect.die(new Error("tool count changed"))
+    lists.push(now() - start)
+  }
+  lists.sort((a, b) => a - b)
+
+  return {
+    connectMs,
+    seqP50Us: percentile(latencies, 50) * 1000,
+    seqP99Us: percentile(latencies, 99) * 1000,
+    seqCallsPerSec: config.sequential / (seqElapsed / 1000),
+    c64CallsPerSec: c64,
+    c256CallsPerSec: c256,
+    cpuUsPerCall,
+    bigMBps,
+    listMs: percentile(lists, 50),
+    tools
+  }
+})
+
+const metrics = await Effect.runPromise(Effect.scoped(program))
+report({ ...metrics, peakRssMB: peakRssMB() } satisfies Metrics)

@@ -1,0 +1,132 @@
+/**
+ * The benchmark workload, shared by every client. A client implements `Driver` (Promise-based
+ * for the SDK and raw clients); Skald runs the same phases natively in Effect (skald.ts).
+ */
+import { performance } from "node:perf_hooks"
+
+export const config = {
+  warmup: Number(process.env.BENCH_WARMUP ?? 500),
+  sequential: Number(process.env.BENCH_SEQUENTIAL ?? 2000),
+  inFlight64: Number(process.env.BENCH_C64 ?? 6400),
+  inFlight256: Number(process.env.BENCH_C256 ?? 12800),
+  big: Number(process.env.BENCH_BIG ?? 200),
+  lists: Number(process.env.BENCH_LISTS ?? 5)
+}
+
+export interface Metrics {
+  readonly connectMs: number
+  readonly seqP50Us: number
+  readonly seqP99Us: number
+  readonly seqCallsPerSec: number
+  readonly c64CallsPerSec: number
+  readonly c256CallsPerSec: number
+  readonly cpuUsPerCall: number
+  readonly bigMBps: number
+  readonly listMs: number
+  readonly tools: number
+  readonly peakRssMB: number
+}
+
+export interface Driver {
+  readonly call: (name: string, args: Record<string, unknown>) => Promise<string>
+  readonly listAll: () => Promise<number>
+  readonly close: () => Promise<void>
+}
+
+export const serverCommand = (kind: string): { command: string; args: Array<string> } => {
+  const dir = new URL("../servers/", import.meta.url).pathname
+  const base = dir.replace(/build\/root\/bench\/servers\/$/, "bench/servers/")
+  switch (kind) {
+    case "raw":
+      return { command: process.execPath, args: [`${base}raw-server.mjs`] }
+    case "sdk":
+      return { command: process.execPath, args: [`${base}sdk-server.mjs`] }
+    default:
+      throw new Error(`unknown server kind ${kind}`)
+  }
+}
+
+export const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+
+export const now = () => performance.now()
+
+export const cpuMicros = () => {
+  const u = process.cpuUsage()
+  return u.user + u.system
+}
+
+export const peakRssMB = () => process.resourceUsage().maxRSS / 1024
+
+const check = (text: string, expected: string) => {
+  if (text !== expected) throw new Error(`unexpected result ${text.slice(0, 80)}`)
+}
+
+/** Runs every phase against a connected driver. */
+export const runWorkload = async (connect: () => Promise<Driver>): Promise<Metrics> => {
+  const t0 = now()
+  const driver = await connect()
+  const connectMs = now() - t0
+
+  const tools = await driver.listAll()
+  for (let i = 0; i < config.warmup; i++) check(await driver.call("echo", { message: `w${i}` }), `w${i}`)
+
+  const latencies: Array<number> = []
+  const seqStart = now()
+  for (let i = 0; i < config.sequential; i++) {
+    const start = now()
+    check(await driver.call("echo", { message: `s${i}` }), `s${i}`)
+    latencies.push(now() - start)
+  }
+  const seqElapsed = now() - seqStart
+  latencies.sort((a, b) => a - b)
+
+  const inFlight = async (concurrency: number, total: number) => {
+    let next = 0
+    const start = now()
+    const worker = async () => {
+      while (next < total) {
+        const i = next++
+        check(await driver.call("echo", { message: `c${i}` }), `c${i}`)
+      }
+    }
+    await Promise.all(Array.from({ length: concurrency }, worker))
+    return total / ((now() - start) / 1000)
+  }
+  const c64 = await inFlight(64, config.inFlight64)
+  const cpu0 = cpuMicros()
+  const c256 = await inFlight(256, config.inFlight256)
+  const cpuUsPerCall = (cpuMicros() - cpu0) / config.inFlight256
+
+  const bigStart = now()
+  let bytes = 0
+  for (let i = 0; i < config.big; i++) bytes += (await driver.call("big", {})).length
+  const bigMBps = bytes / (1024 * 1024) / ((now() - bigStart) / 1000)
+
+  const lists: Array<number> = []
+  for (let i = 0; i < config.lists; i++) {
+    const start = now()
+    const n = await driver.listAll()
+    if (n !== tools) throw new Error("tool count changed")
+    lists.push(now() - start)
+  }
+  lists.sort((a, b) => a - b)
+
+  await driver.close()
+  return {
+    connectMs,
+    seqP50Us: percentile(latencies, 50) * 1000,
+    seqP99Us: percentile(latencies, 99) * 1000,
+    seqCallsPerSec: config.sequential / (seqElapsed / 1000),
+    c64CallsPerSec: c64,
+    c256CallsPerSec: c256,
+    cpuUsPerCall,
+    bigMBps,
+    listMs: percentile(lists, 50),
+    tools,
+    peakRssMB: peakRssMB()
+  }
+}
+
+/** Prints the metrics as the one JSON line the runner reads. */
+export const report = (metrics: Metrics) => process.stdout.write(JSON.stringify(metrics) + "\n")

@@ -1,0 +1,87 @@
+/**
+ * `npm run bench`: Skald vs the official SDK client vs a raw JSON-lines client, over stdio,
+ * against a raw server and an SDK server, in ONE run. Each client runs in its own process;
+ * the client order rotates every round; ratios are computed per round and their medians printed.
+ */
+import * as ChildProcess from "node:child_process"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import type { Metrics } from "./clients/workload.js"
+
+const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
+const clients = ["skald", "sdk", "raw"] as const
+const servers = ["raw", "sdk"] as const
+type Client = (typeof clients)[number]
+type Server = (typeof servers)[number]
+
+const here = Path.dirname(fileURLToPath(import.meta.url))
+
+const runClient = (client: Client, server: Server): Metrics => {
+  const out = ChildProcess.execFileSync(process.execPath, [Path.join(here, "clients", `${client}.js`), server], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+    maxBuffer: 1 << 20
+  })
+  return JSON.parse(out.trim().split("\n").pop()!) as Metrics
+}
+
+const metrics: ReadonlyArray<{ key: keyof Metrics; label: string; higherIsBetter: boolean; digits: number }> = [
+  { key: "seqP50Us", label: "sequential p50 (µs)", higherIsBetter: false, digits: 0 },
+  { key: "seqP99Us", label: "sequential p99 (µs)", higherIsBetter: false, digits: 0 },
+  { key: "seqCallsPerSec", label: "sequential calls/s", higherIsBetter: true, digits: 0 },
+  { key: "c64CallsPerSec", label: "64 in flight calls/s", higherIsBetter: true, digits: 0 },
+  { key: "c256CallsPerSec", label: "256 in flight calls/s", higherIsBetter: true, digits: 0 },
+  { key: "cpuUsPerCall", label: "client CPU µs/call (256 in flight)", higherIsBetter: false, digits: 1 },
+  { key: "bigMBps", label: "100 KB result MB/s", higherIsBetter: true, digits: 1 },
+  { key: "listMs", label: "5,000-tool list (ms)", higherIsBetter: false, digits: 1 },
+  { key: "connectMs", label: "connect + initialize (ms)", higherIsBetter: false, digits: 1 },
+  { key: "peakRssMB", label: "client peak RSS (MB)", higherIsBetter: false, digits: 1 }
+]
+
+const median = (xs: ReadonlyArray<number>): number => {
+  const s = [...xs].sort((a, b) => a - b)
+  const mid = Math.floor(s.length / 2)
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2
+}
+
+const results = new Map<string, Array<Metrics>>()
+const key = (server: Server, client: Client) => `${server}/${client}`
+
+process.stderr.write(`bench: ${rounds} rounds, ${Os.cpus().length} cores (${Os.cpus()[0]?.model ?? "?"}), node ${process.version}\n`)
+for (let round = 0; round < rounds; round++) {
+  for (const server of servers) {
+    const order = clients.map((_, i) => clients[(i + round) % clients.length]!)
+    for (const client of order) {
+      const m = runClient(client, server)
+      const list = results.get(key(server, client)) ?? []
+      list.push(m)
+      results.set(key(server, client), list)
+      process.stderr.write(
+        `  round ${round + 1} ${server} server, ${client}: ${m.seqP50Us.toFixed(0)} µs p50, ` +
+          `${m.c256CallsPerSec.toFixed(0)} calls/s @256, ${m.cpuUsPerCall.toFixed(1)} µs CPU/call\n`
+      )
+    }
+  }
+}
+
+const fmt = (x: number, digits: number) => x.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
+const spread = (xs: ReadonlyArray<number>) => {
+  const m = median(xs)
+  return m === 0 ? 0 : ((Math.max(...xs) - Math.min(...xs)) / m) * 100
+}
+
+for (const server of servers) {
+  console.log(`\n### Against the ${server === "raw" ? "raw JSON-lines" : "official SDK"} server (medians of ${rounds} rounds)\n`)
+  console.log("| metric | Skald | SDK client | raw client | Skald/SDK | Skald/raw | spread (Skald) |")
+  console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+  for (const { digits, key: k, label } of metrics) {
+    const per = (c: Client) => results.get(key(server, c))!.map((m) => m[k])
+    const ratio = (other: Client) => median(per("skald").map((v, i) => v / per(other)[i]!))
+    console.log(
+      `| ${label} | ${fmt(median(per("skald")), digits)} | ${fmt(median(per("sdk")), digits)} | ` +
+        `${fmt(median(per("raw")), digits)} | ${fmt(ratio("sdk"), 2)}× | ${fmt(ratio("raw"), 2)}× | ±${fmt(spread(per("skald")) / 2, 0)}% |`
+    )
+  }
+}
+console.log("\nRatios are per round (same round, same machine state), then the median across rounds.")

@@ -26,13 +26,13 @@ export const parseCreateTask = (wire: unknown): McpCallResult.McpTaskHandle | un
   if (!isObject(wire)) return undefined
   const t = isObject(wire.task) ? wire.task : wire
   if (typeof t.taskId !== "string" || typeof t.status !== "string") return undefined
-  return McpCallResult.McpTaskHandle.make({
+  return new McpCallResult.McpTaskHandle({
     taskId: t.taskId,
     status: t.status,
     ...(typeof t.statusMessage === "string" ? { statusMessage: t.statusMessage } : {}),
     ...(typeof t.pollInterval === "number" ? { pollInterval: t.pollInterval } : {}),
     ...(typeof t.ttl === "number" || t.ttl === null ? { ttl: t.ttl } : {})
-  })
+  }, true)
 }
 
 const decode = (data: unknown): Uint8Array | undefined => {
@@ -40,6 +40,8 @@ const decode = (data: unknown): Uint8Array | undefined => {
   const bytes = Encoding.decodeBase64(data)
   return Either.isRight(bytes) ? bytes.right : undefined
 }
+
+// Results are built with validation off: every field was checked above.
 
 /**
  * Classifies a `CallToolResult`: a task handle first (when the call asked for a task), then Media
@@ -71,11 +73,11 @@ export const extract = (wire: unknown, options?: { readonly taskRequested?: bool
           warnings.push(`an ${block.type} block had no valid base64 data and was dropped`)
           break
         }
-        items.push(McpCallResult.McpInlineMedia.make({
+        items.push(new McpCallResult.McpInlineMedia({
           kind: block.type,
           mimeType: typeof block.mimeType === "string" ? block.mimeType : "application/octet-stream",
           data
-        }))
+        }, true))
         break
       }
       case "resource": {
@@ -87,12 +89,12 @@ export const extract = (wire: unknown, options?: { readonly taskRequested?: bool
             warnings.push("an embedded resource had no valid base64 blob and was dropped")
             break
           }
-          items.push(McpCallResult.McpInlineMedia.make({
+          items.push(new McpCallResult.McpInlineMedia({
             kind: "resource",
             mimeType: typeof resource.mimeType === "string" ? resource.mimeType : "application/octet-stream",
             data,
             ...(uri !== undefined ? { uri } : {})
-          }))
+          }, true))
         } else if (typeof resource.text === "string") {
           texts.push(resource.text)
         }
@@ -100,11 +102,11 @@ export const extract = (wire: unknown, options?: { readonly taskRequested?: bool
       }
       case "resource_link": {
         if (typeof block.uri !== "string") break
-        items.push(McpCallResult.McpResourceLink.make({
+        items.push(new McpCallResult.McpResourceLink({
           uri: block.uri,
           ...(typeof block.mimeType === "string" ? { mimeType: block.mimeType } : {}),
           ...(typeof block.name === "string" ? { name: block.name } : {})
-        }))
+        }, true))
         break
       }
     }
@@ -113,17 +115,17 @@ export const extract = (wire: unknown, options?: { readonly taskRequested?: bool
   const hasStructured = "structuredContent" in result && result.structuredContent !== undefined
   if (items.length > 0) {
     return {
-      result: McpCallResult.McpMediaResult.make({
+      result: new McpCallResult.McpMediaResult({
         text,
         items,
         isError,
         ...(hasStructured ? { structured: result.structuredContent } : {})
-      }),
+      }, true),
       warnings
     }
   }
   if (hasStructured) {
-    return { result: McpCallResult.McpJson.make({ value: result.structuredContent, isError }), warnings }
+    return { result: new McpCallResult.McpJson({ value: result.structuredContent, isError }, true), warnings }
   }
-  return { result: McpCallResult.McpText.make({ text, isError }), warnings }
+  return { result: new McpCallResult.McpText({ text, isError }, true), warnings }
 }

@@ -24,6 +24,7 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as CallResult from "./CallResult.js"
+import * as Deadlines from "./internal/deadlines.js"
 import * as JsonRpc from "./JsonRpc.js"
 import * as McpLog from "./McpLog.js"
 import * as OutputSchema from "./OutputSchema.js"
@@ -112,8 +113,13 @@ export interface Service {
 export class McpClient extends Context.Tag("@skald/mcp/McpClient")<McpClient, Service>() {}
 
 interface Pending {
+  readonly id: JsonRpc.RequestId
   readonly method: string
+  readonly cancellable: boolean
   readonly deferred: Deferred.Deferred<unknown, McpError.McpError>
+  readonly timeoutMillis: number
+  deadline: Deadlines.Node<Pending> | undefined
+  timedOut: boolean
 }
 
 const isObject = (u: unknown): u is JsonObject => typeof u === "object" && u !== null && !Array.isArray(u)
@@ -138,10 +144,43 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
 
     // --- requests -------------------------------------------------------------------------
     // The pending map is the engine's hot path; it is private to this closure and only touched
-    // synchronously (acquire, release, routing), so no interleaving can observe it half-done.
+    // synchronously (acquire, release, routing, the timer), so no interleaving sees it half-done.
     const pending = new Map<JsonRpc.RequestId, Pending>()
     let nextId = 0
     let closed: McpError.McpConnectionError | undefined
+
+    // Timeouts: one timer fiber per connection sleeps (on Effect's Clock) until the earliest
+    // deadline. When a request's deadline passes it records the reason and fails the request with
+    // McpTimeout; the request's release then cancels it, as for any interruption.
+    const clock = yield* Effect.clock
+    const deadlines = Deadlines.make<Pending>()
+    let wake = Deferred.unsafeMake<void>(FiberId.none)
+    let sleepingUntil = Infinity
+
+    const expireOne = (entry: Pending) => {
+      entry.timedOut = true
+      Deferred.unsafeDone(
+        entry.deferred,
+        Exit.fail(new McpError.McpTimeout({ server, method: entry.method, timeoutMillis: entry.timeoutMillis }))
+      )
+    }
+
+    const timer = Effect.gen(function*() {
+      while (true) {
+        const now = clock.unsafeCurrentTimeMillis()
+        deadlines.expire(now, expireOne)
+        const next = deadlines.earliest()
+        wake = Deferred.unsafeMake<void>(FiberId.none)
+        sleepingUntil = next ?? Infinity
+        if (next === undefined) yield* Deferred.await(wake)
+        else yield* Effect.raceFirst(Effect.sleep(next - now), Deferred.await(wake))
+      }
+    })
+
+    const settle = (entry: Pending) => {
+      pending.delete(entry.id)
+      if (entry.deadline !== undefined) deadlines.remove(entry.deadline)
+    }
 
     const closeWith = (error: McpError.McpConnectionError) =>
       Effect.sync(() => {
@@ -149,50 +188,56 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
         closed = error
         for (const entry of pending.values()) Deferred.unsafeDone(entry.deferred, Exit.fail(error))
         pending.clear()
+        deadlines.clear()
       })
 
-    const timeoutError = (method: string, timeout: Duration.Duration) =>
-      new McpError.McpTimeout({ server, method, timeoutMillis: Duration.toMillis(timeout) })
-
     /**
-     * The one request primitive. `cancellable`: an interrupted request tells the server with
-     * `notifications/cancelled` (never for `initialize`); `timeout`: its own timer fiber, which
-     * records the reason before it interrupts the request.
+     * The one request primitive: an acquire/use/release on a pending entry. The release is the
+     * ONE place that sends `notifications/cancelled` — for a cancellable request (never
+     * `initialize`) that was interrupted or timed out before its answer came.
      */
     const send = (
       method: string,
       params: unknown,
       timeout: Duration.Duration,
       cancellable: boolean
-    ): Effect.Effect<unknown, McpError.McpError> => {
-      const cell = { reason: STOP_REASON }
-      const exchange = Effect.acquireUseRelease(
+    ): Effect.Effect<unknown, McpError.McpError> =>
+      Effect.acquireUseRelease(
         Effect.suspend(() => {
           if (closed !== undefined) return Effect.fail(closed)
           const id = nextId++
-          const deferred = Deferred.unsafeMake<unknown, McpError.McpError>(FiberId.none)
-          pending.set(id, { method, deferred })
-          return Effect.as(transport.send(JsonRpc.request(id, method, params)), { id, deferred })
+          const entry: Pending = {
+            id,
+            method,
+            cancellable,
+            deferred: Deferred.unsafeMake<unknown, McpError.McpError>(FiberId.none),
+            timeoutMillis: Duration.toMillis(timeout),
+            deadline: undefined,
+            timedOut: false
+          }
+          pending.set(id, entry)
+          if (Duration.isFinite(timeout)) {
+            entry.deadline = deadlines.add(clock.unsafeCurrentTimeMillis(), entry.timeoutMillis, entry)
+            if (entry.deadline.deadline < sleepingUntil) Deferred.unsafeDone(wake, Exit.void)
+          }
+          return Effect.as(transport.send(JsonRpc.request(id, method, params)), entry)
         }),
-        ({ deferred }) => Deferred.await(deferred),
-        ({ id }, exit) =>
+        (entry) => Deferred.await(entry.deferred),
+        (entry, exit) =>
           Effect.suspend(() => {
-            const unanswered = pending.delete(id)
-            if (unanswered && cancellable && Exit.isInterrupted(exit)) {
-              return transport.send(JsonRpc.notification("notifications/cancelled", { requestId: id, reason: cell.reason }))
+            if (pending.get(entry.id) !== entry) return Effect.void
+            settle(entry)
+            if (entry.cancellable && (entry.timedOut || Exit.isInterrupted(exit))) {
+              return transport.send(
+                JsonRpc.notification("notifications/cancelled", {
+                  requestId: entry.id,
+                  reason: entry.timedOut ? TIMEOUT_REASON : STOP_REASON
+                })
+              )
             }
             return Effect.void
           })
       )
-      if (!Duration.isFinite(timeout)) return exchange
-      const timer = Effect.sleep(timeout).pipe(
-        Effect.zipRight(Effect.suspend(() => {
-          cell.reason = TIMEOUT_REASON
-          return Effect.fail(timeoutError(method, timeout))
-        }))
-      )
-      return Effect.raceFirst(exchange, timer)
-    }
 
     const request = (method: string, params?: unknown, options?: RequestOptions) =>
       send(
@@ -332,7 +377,10 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       if (entry === undefined) {
         return log("warning", `dropped a response to unknown request id ${JSON.stringify(id)}`)
       }
-      pending.delete(id!)
+      if (entry.timedOut) {
+        return log("warning", `dropped the answer to ${entry.method} (id ${JSON.stringify(id)}): it came after the timeout`)
+      }
+      settle(entry)
       if ("result" in message) {
         Deferred.unsafeDone(entry.deferred, Exit.succeed(message.result))
       } else {
@@ -379,6 +427,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       Effect.onInterrupt(() => closeWith(new McpError.McpConnectionClosed({ server })))
     )
     yield* Effect.forkScoped(reader)
+    yield* Effect.forkScoped(timer)
     yield* Effect.addFinalizer(() => closeWith(new McpError.McpConnectionClosed({ server })))
 
     // --- initialize ----------------------------------------------------------------------

@@ -53,8 +53,16 @@ export const Failure = Schema.Struct({
 })
 export type Failure = typeof Failure.Type
 
-/** Any JSON-RPC message. Members are tried in order: request before notification, success before failure. */
-export const Message = Schema.Union(Request, Notification, Success, Failure)
+/**
+ * Any JSON-RPC message. Decoded exactly (no unknown keys dropped, no missing `result` read as
+ * `undefined`), so an error response can never pass for a success, and a notification has no `id`.
+ */
+export const Message = Schema.Union(
+  Request,
+  Schema.Struct({ ...Notification.fields, id: Schema.optionalWith(Schema.Never, { exact: true }) }),
+  Success,
+  Failure
+).annotations({ parseOptions: { exact: true } })
 export type Message = Request | Notification | Success | Failure
 
 /** The codec between one line of JSON text and a message. */
@@ -91,10 +99,10 @@ export const classify = (u: unknown): Incoming | undefined => {
   const m = u as Record<string, unknown>
   if (m.jsonrpc !== "2.0") return undefined
   if (typeof m.method === "string") {
-    if ("id" in m) return isId(m.id) ? { _tag: "Request", message: m as unknown as Request } : undefined
-    return { _tag: "Notification", message: m as unknown as Notification }
+    if (!("id" in m)) return { _tag: "Notification", message: m as unknown as Notification }
+    if (isId(m.id)) return { _tag: "Request", message: m as unknown as Request }
   }
-  if ("result" in m) return isId(m.id) ? { _tag: "Response", message: m as unknown as Success } : undefined
+  if ("result" in m && isId(m.id)) return { _tag: "Response", message: m as unknown as Success }
   if ("error" in m && isErrorObject(m.error) && (m.id === null || isId(m.id))) {
     return { _tag: "Response", message: m as unknown as Failure }
   }

@@ -140,7 +140,9 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     const callTimeout = Duration.decode(options.callTimeout ?? Protocol.DEFAULT_CALL_TIMEOUT_MILLIS)
     const startTimeout = Duration.decode(options.startTimeout ?? Protocol.DEFAULT_START_TIMEOUT_MILLIS)
     const maxToolPages = options.maxToolPages ?? Protocol.MAX_TOOL_PAGES
-    const log = (tag: McpLog.Tag, text: string) => McpLog.emit(server, tag, text)
+    // Every line of this connection goes to the sink in place at connect time, whichever fiber logs it.
+    const sink = yield* McpLog.McpLogSink
+    const log = (tag: McpLog.Tag, text: string) => sink.emit({ server, tag, text })
 
     // --- requests -------------------------------------------------------------------------
     // The pending map is the engine's hot path; it is private to this closure and only touched
@@ -193,8 +195,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
 
     /**
      * The one request primitive: an acquire/use/release on a pending entry. The release is the
-     * ONE place that sends `notifications/cancelled` — for a cancellable request (never
-     * `initialize`) that was interrupted or timed out before its answer came.
+     * ONE place that sends `notifications/cancelled` — for a cancellable request (a plain
+     * `tools/call`; never `initialize`) that was interrupted or timed out before its answer came.
      */
     const send = (
       method: string,
@@ -244,7 +246,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
         method,
         params,
         options?.timeout === undefined ? callTimeout : Duration.decode(options.timeout),
-        method !== "initialize"
+        // DESIGN §2: only a plain tools/call is cancelled with notifications/cancelled.
+        method === "tools/call"
       )
 
     const notify = (method: string, params?: unknown) =>

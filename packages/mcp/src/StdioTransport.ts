@@ -12,7 +12,6 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
-import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as ChildProcess from "node:child_process"
 import * as LineFramer from "./internal/lineFramer.js"
@@ -75,15 +74,17 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
     const commandLine = [options.command, ...(options.args ?? [])].join(" ")
 
     const incoming = yield* Mailbox.make<JsonRpc.Incoming, McpError.McpConnectionError>()
-    const logs = yield* Queue.unbounded<McpLog.McpLogLine>()
+    // Log lines from the process callbacks go through a mailbox, in order, to the sink in place at
+    // connect time. A mailbox keeps lines buffered until its taker actually resumes, so the last
+    // drain below sees every line, even one logged as the pump was being interrupted.
+    const logs = yield* Mailbox.make<McpLog.McpLogLine>()
     const sink = yield* McpLog.McpLogSink
-    const log = (tag: McpLog.Tag, text: string) => Queue.unsafeOffer(logs, { server, tag, text })
+    const log = (tag: McpLog.Tag, text: string) => logs.unsafeOffer({ server, tag, text })
+    const emitAll = (lines: Iterable<McpLog.McpLogLine>) => Effect.forEach(lines, sink.emit, { discard: true })
 
     // Registered first, so it runs last: whatever was logged during shutdown still reaches the sink.
-    yield* Effect.addFinalizer(() =>
-      Queue.takeAll(logs).pipe(Effect.flatMap(Effect.forEach(sink.emit, { discard: true })))
-    )
-    yield* Queue.take(logs).pipe(Effect.flatMap(sink.emit), Effect.forever, Effect.forkScoped)
+    yield* Effect.addFinalizer(() => logs.clear.pipe(Effect.flatMap(emitAll)))
+    yield* logs.takeAll.pipe(Effect.flatMap(([lines]) => emitAll(lines)), Effect.forever, Effect.forkScoped)
 
     const exited = yield* Deferred.make<ExitInfo>()
     const stderrTail: Array<string> = []

@@ -3,6 +3,8 @@ import { execFile, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { fixture } from "./fixtures/fixtures.js"
+import { isAlive, readRecords } from "./support.js"
 
 const root = Path.resolve(import.meta.dirname, "..")
 const skald = Path.join(root, "packages/server/bin/skald.js")
@@ -21,7 +23,7 @@ const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Pro
     })
   })
 
-describe("skald CLI over stdio (server-everything)", () => {
+describe("skald CLI over stdio", () => {
   it("tools --json lists every tool as sent, including those registered after initialize", async () => {
     const r = await run(["tools", "--json", "--", ...everything])
     assert.strictEqual(r.status, 0, r.stderr)
@@ -113,24 +115,51 @@ describe("skald CLI over stdio (server-everything)", () => {
     assert.match(r.stderr.split("\n")[0]!, /did not answer tools\/call within 0.3 s/)
   })
 
-  it("Ctrl-C exits 130 and leaves no server behind", async () => {
-    const child = spawn(process.execPath, [
-      skald,
-      "call",
-      "trigger-long-running-operation",
-      "--args",
-      "{\"duration\":30,\"steps\":30}",
-      "--",
-      ...everything
-    ], { cwd: root, stdio: ["ignore", "pipe", "pipe"] })
+  it("Ctrl-C cancels the call on the server, exits 130 and leaves no server behind", async () => {
+    const record = Path.join(Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-cli-")), "record.jsonl")
+    const server = fixture("cancel", { FIXTURE_RECORD: record })
+    const child = spawn(process.execPath, [skald, "call", "wait", "--", server.command, ...server.args], {
+      cwd: root,
+      env: { ...process.env, FIXTURE_RECORD: record },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
     let stderr = ""
     child.stderr.on("data", (d) => (stderr += String(d)))
-    // Wait until the server is up (its pid appears among skald's children), then interrupt.
-    const serverPid = await waitFor(() => childPids(child.pid!)[0])
+    // Interrupt once the server has started the call.
+    const started = await waitFor(() => readRecords(record).find((r) => r.event === "started" && r.tool === "wait"))
+    const serverPid = childPids(child.pid!)[0]
+    assert.isDefined(serverPid)
     child.kill("SIGINT")
     const status = await new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
     assert.strictEqual(status, 130, stderr)
-    assert.isFalse(Fs.existsSync(`/proc/${serverPid}`), "the server process was reaped")
+    assert.deepStrictEqual(
+      readRecords(record).filter((r) => r.event === "cancelled"),
+      [{ event: "cancelled", requestId: started.requestId, reason: "cancelled by the client" }]
+    )
+    await waitFor(() => (isAlive(serverPid!) ? undefined : true))
+  })
+
+  it("a timeout reaches the server as notifications/cancelled with reason timeout", async () => {
+    const record = Path.join(Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-cli-")), "record.jsonl")
+    const server = fixture("cancel", { FIXTURE_RECORD: record })
+    const r = await run(["call", "wait", "--timeout", "0.5", "--", server.command, ...server.args], {
+      FIXTURE_RECORD: record
+    })
+    assert.strictEqual(r.status, 2)
+    assert.match(r.stderr.split("\n")[0]!, /did not answer tools\/call within 0.5 s/)
+    const started = readRecords(record).find((e) => e.event === "started")
+    assert.isDefined(started)
+    assert.deepStrictEqual(
+      readRecords(record).filter((e) => e.event === "cancelled"),
+      [{ event: "cancelled", requestId: started!.requestId, reason: "timeout" }]
+    )
+  })
+
+  it("an isError result is printed on stdout and exits 1", async () => {
+    const server = fixture("echo")
+    const r = await run(["call", "fail", "--", server.command, ...server.args])
+    assert.strictEqual(r.status, 1, r.stderr)
+    assert.isAbove(r.stdout.trim().length, 0)
   })
 })
 

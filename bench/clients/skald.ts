@@ -1,7 +1,7 @@
 /** Skald's client (`@skald/mcp`), running the workload natively in Effect. */
 import { McpClient, StdioTransport } from "@skald/mcp"
 import { Effect } from "effect"
-import { config, cpuMicros, type Metrics, now, peakRssMB, percentile, report, serverCommand } from "./workload.js"
+import { config, cpuMicros, now, report, serverCommand, summarize } from "./workload.js"
 
 const text = (outcome: McpClient.CallOutcome): string => (outcome.result._tag === "Text" ? outcome.result.text : "")
 
@@ -56,19 +56,7 @@ const program = Effect.gen(function*() {
   }
   lists.sort((a, b) => a - b)
 
-  return {
-    connectMs,
-    seqP50Us: percentile(latencies, 50) * 1000,
-    seqP99Us: percentile(latencies, 99) * 1000,
-    seqCallsPerSec: config.sequential / (seqElapsed / 1000),
-    c64CallsPerSec: c64,
-    c256CallsPerSec: c256,
-    cpuUsPerCall,
-    bigMBps,
-    listMs: percentile(lists, 50),
-    tools
-  }
+  return { connectMs, tools, latencies, seqElapsed, c64, c256, cpuUsPerCall, bigMBps, lists }
 })
 
-const metrics = await Effect.runPromise(Effect.scoped(program))
-report({ ...metrics, peakRssMB: peakRssMB() } satisfies Metrics)
+report(summarize(await Effect.runPromise(Effect.scoped(program))))

@@ -113,20 +113,36 @@ export const runWorkload = async (connect: () => Promise<Driver>): Promise<Metri
   lists.sort((a, b) => a - b)
 
   await driver.close()
-  return {
-    connectMs,
-    seqP50Us: percentile(latencies, 50) * 1000,
-    seqP99Us: percentile(latencies, 99) * 1000,
-    seqCallsPerSec: config.sequential / (seqElapsed / 1000),
-    c64CallsPerSec: c64,
-    c256CallsPerSec: c256,
-    cpuUsPerCall,
-    bigMBps,
-    listMs: percentile(lists, 50),
-    tools,
-    peakRssMB: peakRssMB()
-  }
+  return summarize({ connectMs, tools, latencies, seqElapsed, c64, c256, cpuUsPerCall, bigMBps, lists })
 }
+
+/** What the phases measured, before summary. `latencies` and `lists` are sorted, in ms. */
+export interface Measured {
+  readonly connectMs: number
+  readonly tools: number
+  readonly latencies: ReadonlyArray<number>
+  readonly seqElapsed: number
+  readonly c64: number
+  readonly c256: number
+  readonly cpuUsPerCall: number
+  readonly bigMBps: number
+  readonly lists: ReadonlyArray<number>
+}
+
+/** The metrics of one client run. */
+export const summarize = (m: Measured): Metrics => ({
+  connectMs: m.connectMs,
+  seqP50Us: percentile(m.latencies, 50) * 1000,
+  seqP99Us: percentile(m.latencies, 99) * 1000,
+  seqCallsPerSec: config.sequential / (m.seqElapsed / 1000),
+  c64CallsPerSec: m.c64,
+  c256CallsPerSec: m.c256,
+  cpuUsPerCall: m.cpuUsPerCall,
+  bigMBps: m.bigMBps,
+  listMs: percentile(m.lists, 50),
+  tools: m.tools,
+  peakRssMB: peakRssMB()
+})
 
 /** Prints the metrics as the one JSON line the runner reads. */
 export const report = (metrics: Metrics) => process.stdout.write(JSON.stringify(metrics) + "\n")

@@ -1,19 +1,7 @@
 // A raw JSON-lines MCP server with no SDK: the cheapest possible peer, so a benchmark against it
-// measures the client's own cost. Tools: echo, big (a ~100 KB text result), and 5,000 more
-// served 100 per page by tools/list.
+// measures the client's own cost. Tools: see tools.mjs.
 import * as readline from "node:readline"
-
-const TOOL_COUNT = 5000
-const PAGE = 100
-const big = "x".repeat(100 * 1024)
-const schema = { type: "object", properties: { message: { type: "string" } } }
-const tools = [
-  { name: "echo", description: "Echoes its message", inputSchema: schema },
-  { name: "big", description: "Returns ~100 KB of text", inputSchema: { type: "object" } }
-]
-for (let i = 0; i < TOOL_COUNT - 2; i++) {
-  tools.push({ name: `tool_${i}`, description: `Filler tool number ${i}`, inputSchema: schema })
-}
+import { callText, listPage } from "./tools.mjs"
 
 let out = []
 let scheduled = false
@@ -46,16 +34,14 @@ rl.on("line", (line) => {
           serverInfo: { name: "raw-bench", version: "1.0.0" }
         }
       })
-    case "tools/list": {
-      const start = m.params?.cursor ? Number(m.params.cursor) : 0
-      const page = tools.slice(start, start + PAGE)
-      const next = start + PAGE < tools.length ? String(start + PAGE) : undefined
-      return send({ jsonrpc: "2.0", id: m.id, result: next ? { tools: page, nextCursor: next } : { tools: page } })
-    }
-    case "tools/call": {
-      const text = m.params.name === "big" ? big : String(m.params.arguments?.message ?? "")
-      return send({ jsonrpc: "2.0", id: m.id, result: { content: [{ type: "text", text }] } })
-    }
+    case "tools/list":
+      return send({ jsonrpc: "2.0", id: m.id, result: listPage(m.params?.cursor) })
+    case "tools/call":
+      return send({
+        jsonrpc: "2.0",
+        id: m.id,
+        result: { content: [{ type: "text", text: callText(m.params.name, m.params.arguments) }] }
+      })
     case "ping":
       return send({ jsonrpc: "2.0", id: m.id, result: {} })
     default:

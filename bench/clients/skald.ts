@@ -28,13 +28,15 @@ const program = Effect.gen(function*() {
   const seqElapsed = now() - seqStart
   latencies.sort((a, b) => a - b)
 
+  // The same shape as the Promise clients' harness: `concurrency` workers, each calling in turn.
   const inFlight = (concurrency: number, total: number) =>
     Effect.gen(function*() {
-      const start = now()
-      yield* Effect.forEach(Array.from({ length: total }, (_, i) => i), (i) => call(`c${i}`), {
-        concurrency,
-        discard: true
+      let next = 0
+      const worker = Effect.gen(function*() {
+        while (next < total) yield* call(`c${next++}`)
       })
+      const start = now()
+      yield* Effect.all(Array.from({ length: concurrency }, () => worker), { concurrency: "unbounded", discard: true })
       return total / ((now() - start) / 1000)
     })
   const c64 = yield* inFlight(64, config.inFlight64)

@@ -41,7 +41,14 @@ const decode = (data: unknown): Uint8Array | undefined => {
   return Either.isRight(bytes) ? bytes.right : undefined
 }
 
-// Results are built with validation off: every field was checked above.
+/**
+ * Builds a Schema class instance without running its constructor: the fields were checked above,
+ * and the constructor (defaults, validation machinery) costs more than a whole call's routing.
+ * The instance is the same as the constructor's — own fields in declaration order, then `_tag` —
+ * which a test checks against `new`, so an Effect upgrade that changes the layout is caught.
+ */
+export const unsafeInstance = <A>(Class: { readonly prototype: A }, fields: object): A =>
+  Object.assign(Object.create(Class.prototype as object) as object, fields) as A
 
 /**
  * Classifies a `CallToolResult`: a task handle first (when the call asked for a task), then Media
@@ -125,7 +132,8 @@ export const extract = (wire: unknown, options?: { readonly taskRequested?: bool
     }
   }
   if (hasStructured) {
-    return { result: new McpCallResult.McpJson({ value: result.structuredContent, isError }, true), warnings }
+    const json = { value: result.structuredContent, isError, _tag: "Json" as const }
+    return { result: unsafeInstance(McpCallResult.McpJson, json), warnings }
   }
-  return { result: new McpCallResult.McpText({ text, isError }, true), warnings }
+  return { result: unsafeInstance(McpCallResult.McpText, { text, isError, _tag: "Text" as const }), warnings }
 }

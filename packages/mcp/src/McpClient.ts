@@ -25,6 +25,7 @@ import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as CallResult from "./CallResult.js"
 import * as Deadlines from "./internal/deadlines.js"
+import * as Span from "./internal/span.js"
 import * as JsonRpc from "./JsonRpc.js"
 import * as McpLog from "./McpLog.js"
 import * as OutputSchema from "./OutputSchema.js"
@@ -113,13 +114,14 @@ export interface Service {
 export class McpClient extends Context.Tag("@skald/mcp/McpClient")<McpClient, Service>() {}
 
 interface Pending {
-  readonly id: JsonRpc.RequestId
+  readonly id: number
   readonly method: string
+  /** A plain tools/call: abandoning it sends notifications/cancelled. */
   readonly cancellable: boolean
-  readonly deferred: Deferred.Deferred<unknown, McpError.McpError>
   readonly timeoutMillis: number
   deadline: Deadlines.Node<Pending> | undefined
-  timedOut: boolean
+  /** Completes the fiber waiting for this request (called at most once: the entry leaves `pending` first). */
+  readonly resume: (outcome: Effect.Effect<unknown, McpError.McpError>) => void
 }
 
 const isObject = (u: unknown): u is JsonObject => typeof u === "object" && u !== null && !Array.isArray(u)
@@ -146,31 +148,49 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
 
     // --- requests -------------------------------------------------------------------------
     // The pending map is the engine's hot path; it is private to this closure and only touched
-    // synchronously (acquire, release, routing, the timer), so no interleaving sees it half-done.
+    // synchronously (registration, routing, abandonment, the timer), so no interleaving sees it
+    // half-done.
     const pending = new Map<JsonRpc.RequestId, Pending>()
     let nextId = 0
     let closed: McpError.McpConnectionError | undefined
 
     // Timeouts: one timer fiber per connection sleeps (on Effect's Clock) until the earliest
-    // deadline. When a request's deadline passes it records the reason and fails the request with
-    // McpTimeout; the request's release then cancels it, as for any interruption.
+    // deadline; deadlines live in one FIFO list per distinct timeout, so each request costs O(1).
     const clock = yield* Effect.clock
     const deadlines = Deadlines.make<Pending>()
     let wake = Deferred.unsafeMake<void>(FiberId.none)
     let sleepingUntil = Infinity
 
-    const expireOne = (entry: Pending) => {
-      entry.timedOut = true
-      Deferred.unsafeDone(
-        entry.deferred,
-        Exit.fail(new McpError.McpTimeout({ server, method: entry.method, timeoutMillis: entry.timeoutMillis }))
-      )
+    const settle = (entry: Pending) => {
+      pending.delete(entry.id)
+      if (entry.deadline !== undefined) deadlines.remove(entry.deadline)
+    }
+
+    /**
+     * The ONE place a request is given up on — when the fiber waiting for it is interrupted (a
+     * stop, a closing scope) and when its deadline passes. It removes the entry and, for a plain
+     * `tools/call` still unanswered (DESIGN §2; never `initialize`), sends
+     * `notifications/cancelled` exactly once. False when the request had already settled.
+     */
+    const abandon = (entry: Pending, reason: string): boolean => {
+      if (pending.get(entry.id) !== entry) return false
+      settle(entry)
+      if (entry.cancellable) {
+        transport.send(JsonRpc.notification("notifications/cancelled", { requestId: entry.id, reason }))
+      }
+      return true
+    }
+
+    const expire = (entry: Pending) => {
+      if (abandon(entry, TIMEOUT_REASON)) {
+        entry.resume(Exit.fail(new McpError.McpTimeout({ server, method: entry.method, timeoutMillis: entry.timeoutMillis })))
+      }
     }
 
     const timer = Effect.gen(function*() {
       while (true) {
         const now = clock.unsafeCurrentTimeMillis()
-        deadlines.expire(now, expireOne)
+        deadlines.expire(now, expire)
         const next = deadlines.earliest()
         wake = Deferred.unsafeMake<void>(FiberId.none)
         sleepingUntil = next ?? Infinity
@@ -179,24 +199,19 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       }
     })
 
-    const settle = (entry: Pending) => {
-      pending.delete(entry.id)
-      if (entry.deadline !== undefined) deadlines.remove(entry.deadline)
-    }
-
     const closeWith = (error: McpError.McpConnectionError) =>
       Effect.sync(() => {
         if (closed !== undefined) return
         closed = error
-        for (const entry of pending.values()) Deferred.unsafeDone(entry.deferred, Exit.fail(error))
+        const entries = [...pending.values()]
         pending.clear()
         deadlines.clear()
+        for (const entry of entries) entry.resume(Exit.fail(error))
       })
 
     /**
-     * The one request primitive: an acquire/use/release on a pending entry. The release is the
-     * ONE place that sends `notifications/cancelled` — for a cancellable request (a plain
-     * `tools/call`; never `initialize`) that was interrupted or timed out before its answer came.
+     * The one request primitive. Registering the entry, sending the request and arming its
+     * deadline happen in one synchronous step; interruption of the waiting fiber runs `abandon`.
      */
     const send = (
       method: string,
@@ -204,54 +219,35 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       timeout: Duration.Duration,
       cancellable: boolean
     ): Effect.Effect<unknown, McpError.McpError> =>
-      Effect.acquireUseRelease(
-        Effect.suspend(() => {
-          if (closed !== undefined) return Effect.fail(closed)
-          const id = nextId++
-          const entry: Pending = {
-            id,
-            method,
-            cancellable,
-            deferred: Deferred.unsafeMake<unknown, McpError.McpError>(FiberId.none),
-            timeoutMillis: Duration.toMillis(timeout),
-            deadline: undefined,
-            timedOut: false
-          }
-          pending.set(id, entry)
-          if (Duration.isFinite(timeout)) {
-            entry.deadline = deadlines.add(clock.unsafeCurrentTimeMillis(), entry.timeoutMillis, entry)
-            if (entry.deadline.deadline < sleepingUntil) Deferred.unsafeDone(wake, Exit.void)
-          }
-          return Effect.as(transport.send(JsonRpc.request(id, method, params)), entry)
-        }),
-        (entry) => Deferred.await(entry.deferred),
-        (entry, exit) =>
-          Effect.suspend(() => {
-            if (pending.get(entry.id) !== entry) return Effect.void
-            settle(entry)
-            if (entry.cancellable && (entry.timedOut || Exit.isInterrupted(exit))) {
-              return transport.send(
-                JsonRpc.notification("notifications/cancelled", {
-                  requestId: entry.id,
-                  reason: entry.timedOut ? TIMEOUT_REASON : STOP_REASON
-                })
-              )
-            }
-            return Effect.void
-          })
-      )
+      Effect.async<unknown, McpError.McpError>((resume) => {
+        if (closed !== undefined) return resume(Exit.fail(closed))
+        const entry: Pending = {
+          id: nextId++,
+          method,
+          cancellable,
+          timeoutMillis: Duration.toMillis(timeout),
+          deadline: undefined,
+          resume
+        }
+        pending.set(entry.id, entry)
+        if (Duration.isFinite(timeout)) {
+          entry.deadline = deadlines.add(clock.unsafeCurrentTimeMillis(), entry.timeoutMillis, entry)
+          if (entry.deadline.deadline < sleepingUntil) Deferred.unsafeDone(wake, Exit.void)
+        }
+        transport.send(JsonRpc.request(entry.id, method, params))
+        return Effect.sync(() => void abandon(entry, STOP_REASON))
+      })
+
+    const timeoutOf = (options: RequestOptions | undefined) =>
+      options?.timeout === undefined ? callTimeout : Duration.decode(options.timeout)
 
     const request = (method: string, params?: unknown, options?: RequestOptions) =>
-      send(
-        method,
-        params,
-        options?.timeout === undefined ? callTimeout : Duration.decode(options.timeout),
-        // DESIGN §2: only a plain tools/call is cancelled with notifications/cancelled.
-        method === "tools/call"
-      )
+      send(method, params, timeoutOf(options), method === "tools/call")
 
     const notify = (method: string, params?: unknown) =>
-      Effect.suspend(() => (closed !== undefined ? Effect.void : transport.send(JsonRpc.notification(method, params))))
+      Effect.sync(() => {
+        if (closed === undefined) transport.send(JsonRpc.notification(method, params))
+      })
 
     // --- streams of what the server pushes -------------------------------------------------
     const events = yield* PubSub.unbounded<JsonRpc.Notification>()
@@ -264,8 +260,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     const answer = (id: JsonRpc.RequestId, handle: Effect.Effect<unknown, JsonRpc.ErrorObject>) =>
       handle.pipe(
         Effect.matchEffect({
-          onSuccess: (result) => transport.send(JsonRpc.success(id, result)),
-          onFailure: (error) => transport.send(JsonRpc.failure(id, error.code, error.message, error.data))
+          onSuccess: (result) => Effect.sync(() => transport.send(JsonRpc.success(id, result))),
+          onFailure: (error) => Effect.sync(() => transport.send(JsonRpc.failure(id, error.code, error.message, error.data)))
         })
       )
 
@@ -374,22 +370,17 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       }
     }
 
-    const onResponse = (message: JsonRpc.Success | JsonRpc.Failure): Effect.Effect<void> => {
+    /** Delivers a response to its request; returns a warning when there is none waiting. */
+    const onResponse = (message: JsonRpc.Success | JsonRpc.Failure): string | undefined => {
       const id = message.id
       const entry = id === null ? undefined : pending.get(id)
-      if (entry === undefined) {
-        return log("warning", `dropped a response to unknown request id ${JSON.stringify(id)}`)
-      }
-      if (entry.timedOut) {
-        return log("warning", `dropped the answer to ${entry.method} (id ${JSON.stringify(id)}): it came after the timeout`)
-      }
+      if (entry === undefined) return `dropped a response to unknown request id ${JSON.stringify(id)}`
       settle(entry)
       if ("result" in message) {
-        Deferred.unsafeDone(entry.deferred, Exit.succeed(message.result))
+        entry.resume(Exit.succeed(message.result))
       } else {
         const error = message.error
-        Deferred.unsafeDone(
-          entry.deferred,
+        entry.resume(
           Exit.fail(
             new McpError.McpRequestError({
               server,
@@ -401,13 +392,15 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
           )
         )
       }
-      return Effect.void
+      return undefined
     }
 
     const route = (incoming: JsonRpc.Incoming): Effect.Effect<void> => {
       switch (incoming._tag) {
-        case "Response":
-          return onResponse(incoming.message)
+        case "Response": {
+          const warning = onResponse(incoming.message)
+          return warning === undefined ? Effect.void : log("warning", warning)
+        }
         case "Notification":
           return onNotification(incoming.message)
         case "Request": {
@@ -422,7 +415,15 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     const reader = Effect.gen(function*() {
       while (true) {
         const [messages, done] = yield* transport.incoming.takeAll
-        for (const message of messages) yield* route(message)
+        for (const message of messages) {
+          // Responses, the bulk of the traffic, are delivered without an effect step.
+          if (message._tag === "Response") {
+            const warning = onResponse(message.message)
+            if (warning !== undefined) yield* log("warning", warning)
+          } else {
+            yield* route(message)
+          }
+        }
         if (done) return yield* new McpError.McpConnectionClosed({ server })
       }
     }).pipe(
@@ -488,30 +489,46 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
         return yield* new McpError.McpUnknownTool({ server, tool: name, available: fresh.tools.map((t) => t.name) })
       })
 
-    const callTool = Effect.fn("McpClient.callTool")(
-      function*(name: string, args?: JsonObject, options?: RequestOptions) {
-        yield* Effect.annotateCurrentSpan({ "mcp.server": server, "mcp.method": "tools/call", "mcp.tool": name })
-        const tool = yield* findTool(name).pipe(
-          // A server without tools/list (or one that fails it) is still called directly.
-          Effect.catchTag("McpRequestError", () => Effect.succeed(undefined))
-        )
-        const raw = yield* request("tools/call", { name, arguments: args ?? {} }, options)
-        const wire = isObject(raw) ? raw : {}
-        const extracted = CallResult.extract(wire)
-        for (const warning of extracted.warnings) yield* log("warning", `tool ${name}: ${warning}`)
-        const result = extracted.result
-        if (tool?.outputSchema !== undefined && result._tag !== "Task" && !result.isError) {
-          const structured = wire.structuredContent
-          const problem = structured === undefined
-            ? "declares an outputSchema but returned no structuredContent"
-            : outputChecks(tool.outputSchema)(structured)
-          if (problem !== undefined) {
-            yield* log("warning", `tool ${name}: structuredContent does not match its outputSchema: ${problem}`)
-          }
+    // A server without tools/list (or one that fails it) is still called directly.
+    const lookUpSlowly = (name: string): Effect.Effect<McpTool.McpTool | undefined, McpError.McpError> =>
+      findTool(name).pipe(Effect.catchTag("McpRequestError", () => Effect.succeed(undefined)))
+
+    const finishCall = (name: string, tool: McpTool.McpTool | undefined, raw: unknown) => {
+      const wire = isObject(raw) ? raw : {}
+      const { result, warnings } = CallResult.extract(wire)
+      const problems = warnings.map((warning) => `tool ${name}: ${warning}`)
+      if (tool?.outputSchema !== undefined && result._tag !== "Task" && !result.isError) {
+        const structured = wire.structuredContent
+        const problem = structured === undefined
+          ? "declares an outputSchema but returned no structuredContent"
+          : outputChecks(tool.outputSchema)(structured)
+        if (problem !== undefined) {
+          problems.push(`tool ${name}: structuredContent does not match its outputSchema: ${problem}`)
         }
-        return { result, wire } satisfies CallOutcome
       }
-    )
+      const outcome: CallOutcome = { result, wire }
+      return problems.length === 0
+        ? Effect.succeed(outcome)
+        : Effect.as(Effect.forEach(problems, (p) => log("warning", p), { discard: true }), outcome)
+    }
+
+    // The hot path of the library: one span (no captured stack trace, not made the context's
+    // parent span, skipped under Effect's built-in tracer — see internal/span.ts), a map lookup,
+    // the request, and the extraction.
+    const callTool = (name: string, args?: JsonObject, options?: RequestOptions) =>
+      Span.hot(
+        "McpClient.callTool",
+        { "mcp.server": server, "mcp.method": "tools/call", "mcp.tool": name },
+        () => {
+          const call = (tool: McpTool.McpTool | undefined) =>
+            Effect.flatMap(
+              send("tools/call", { name, arguments: args ?? {} }, timeoutOf(options), true),
+              (raw) => finishCall(name, tool, raw)
+            )
+          const known = isFresh() ? byName.get(name) : undefined
+          return known !== undefined ? call(known) : Effect.flatMap(lookUpSlowly(name), call)
+        }
+      )
 
     return {
       server,
@@ -522,9 +539,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       toolListChanges: toolList.changes.pipe(Stream.filterMap((x) => x)),
       callTool,
       request: (method, params, options) =>
-        request(method, params, options).pipe(
-          Effect.withSpan("McpClient.request", { attributes: { "mcp.server": server, "mcp.method": method } })
-        ),
+        Span.hot("McpClient.request", { "mcp.server": server, "mcp.method": method }, () =>
+          request(method, params, options)),
       notify,
       events: Stream.fromPubSub(events),
       notifications: Stream.fromPubSub(notifications)

@@ -188,14 +188,13 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
       pending = []
       if (child.stdin!.writable) child.stdin!.write(data)
     }
-    const send = (message: JsonRpc.Message) =>
-      Effect.sync(() => {
-        pending.push(JSON.stringify(message) + "\n")
-        if (!scheduled) {
-          scheduled = true
-          setImmediate(flush)
-        }
-      })
+    const send = (message: JsonRpc.Message) => {
+      pending.push(JSON.stringify(message) + "\n")
+      if (!scheduled) {
+        scheduled = true
+        setImmediate(flush)
+      }
+    }
 
     function shutdown(handle: ChildProcess.ChildProcess) {
       // Finalizers run uninterruptibly: the wait itself must be interruptible for its timeout to fire.

@@ -6,7 +6,6 @@
  */
 import type { McpError } from "@skald/domain"
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
 import type * as Mailbox from "effect/Mailbox"
 import type * as JsonRpc from "./JsonRpc.js"
 
@@ -17,11 +16,12 @@ export interface Service {
   /** `stdio` or `http`. */
   readonly kind: "stdio" | "http"
   /**
-   * Queues one message for the peer. Never blocks on the peer: writes of one event-loop turn are
-   * batched. A transport that has closed drops the message (the engine has already failed every
-   * request with the reason).
+   * Queues one message for the peer, synchronously (the engine calls it on its hot path and in
+   * interruption handlers). Never blocks on the peer: writes of one event-loop turn are batched.
+   * A transport that has closed drops the message (the engine has already failed every request
+   * with the reason).
    */
-  readonly send: (message: JsonRpc.Message) => Effect.Effect<void>
+  readonly send: (message: JsonRpc.Message) => void
   /** Incoming messages, in order. Ends with the reason the connection closed. */
   readonly incoming: Mailbox.ReadonlyMailbox<JsonRpc.Incoming, McpError.McpConnectionError>
 }

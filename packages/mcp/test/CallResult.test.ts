@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
 import { McpCallResult } from "@skald/domain"
 import { CallResult } from "@skald/mcp"
-import { Encoding, FastCheck as fc } from "effect"
+import { Encoding, Equal, FastCheck as fc, Schema } from "effect"
 
 const json: fc.Arbitrary<unknown> = fc
   .jsonValue({ maxDepth: 3 })
@@ -177,5 +177,22 @@ describe("CallResult.extract", () => {
     deepStrictEqual(result, McpCallResult.McpText.make({ text: "done", isError: false }))
     assert.isUndefined(CallResult.parseCreateTask({ task: { taskId: 1, status: "working" } }))
     assert.isUndefined(CallResult.parseCreateTask({ taskId: "t" }))
+  })
+})
+
+describe("unsafeInstance", () => {
+  it("builds the same Text and Json instances as their constructors", () => {
+    const text = CallResult.extract({ content: [{ type: "text", text: "hi" }], isError: true }).result
+    const viaNew = new McpCallResult.McpText({ text: "hi", isError: true })
+    assert.isTrue(text instanceof McpCallResult.McpText)
+    assert.isTrue(Equal.equals(text, viaNew))
+    assert.deepEqual(Object.keys(text), Object.keys(viaNew))
+    assert.strictEqual(JSON.stringify(text), JSON.stringify(viaNew))
+    const json = CallResult.extract({ content: [], structuredContent: { a: 1 } }).result
+    const jsonNew = new McpCallResult.McpJson({ value: { a: 1 }, isError: false })
+    assert.isTrue(json instanceof McpCallResult.McpJson)
+    assert.deepEqual(Object.keys(json), Object.keys(jsonNew))
+    assert.strictEqual(JSON.stringify(json), JSON.stringify(jsonNew))
+    assert.isTrue(Schema.is(McpCallResult.McpCallResult)(json))
   })
 })

@@ -45,11 +45,10 @@ export const make = (server = "memory"): Effect.Effect<MemoryTransport> =>
     const transport: Service = {
       server,
       kind: "stdio",
-      send: (message) =>
-        Effect.sync(() => {
-          sent.push(message)
-          Queue.unsafeOffer(outgoing, message)
-        }),
+      send: (message) => {
+        sent.push(message)
+        Queue.unsafeOffer(outgoing, message)
+      },
       incoming
     }
     return {

@@ -121,6 +121,58 @@ export class McpUnknownTool extends Schema.TaggedError<McpUnknownTool>("@skald/d
   }
 }
 
+/** The tool must run as a task, but the server did not declare task-augmented `tools/call`. */
+export class McpTaskUnsupported extends Schema.TaggedError<McpTaskUnsupported>("@skald/domain/McpTaskUnsupported")(
+  "McpTaskUnsupported",
+  { server: Schema.String, tool: Schema.String }
+) {
+  override get message(): string {
+    return `MCP tool '${this.tool}' of server '${this.server}' requires task execution, but the server does not ` +
+      "declare tasks.requests.tools.call; the server is inconsistent — report it to its authors."
+  }
+}
+
+/** A task ended in `failed` without a result to show. */
+export class McpTaskFailed extends Schema.TaggedError<McpTaskFailed>("@skald/domain/McpTaskFailed")("McpTaskFailed", {
+  server: Schema.String,
+  tool: Schema.String,
+  taskId: Schema.String,
+  statusMessage: Schema.optionalWith(Schema.String, { exact: true })
+}) {
+  override get message(): string {
+    return `task ${this.taskId} (tool '${this.tool}' of MCP server '${this.server}') failed` +
+      (this.statusMessage !== undefined ? `: ${this.statusMessage}` : " without saying why")
+  }
+}
+
+/** A task was cancelled (by the server, or by someone else). */
+export class McpTaskCancelled extends Schema.TaggedError<McpTaskCancelled>("@skald/domain/McpTaskCancelled")(
+  "McpTaskCancelled",
+  {
+    server: Schema.String,
+    tool: Schema.String,
+    taskId: Schema.String,
+    statusMessage: Schema.optionalWith(Schema.String, { exact: true })
+  }
+) {
+  override get message(): string {
+    return `task ${this.taskId} (tool '${this.tool}' of MCP server '${this.server}') was cancelled` +
+      (this.statusMessage !== undefined ? `: ${this.statusMessage}` : "")
+  }
+}
+
+/** A task did not finish within its ttl (or the client's longest wait); it was cancelled. */
+export class McpTaskExpired extends Schema.TaggedError<McpTaskExpired>("@skald/domain/McpTaskExpired")(
+  "McpTaskExpired",
+  { server: Schema.String, tool: Schema.String, taskId: Schema.String, waitedMillis: Schema.Number }
+) {
+  override get message(): string {
+    return `task ${this.taskId} (tool '${this.tool}' of MCP server '${this.server}') did not finish within ` +
+      `${Math.round(this.waitedMillis / 1000)} s (its ttl or the longest task wait); it was given up` +
+      " — raise the task wait if the server is just slow."
+  }
+}
+
 /** Every error an MCP connection or call can fail with. */
 export type McpError =
   | McpSpawnError
@@ -132,6 +184,10 @@ export type McpError =
   | McpRequestError
   | McpTimeout
   | McpUnknownTool
+  | McpTaskUnsupported
+  | McpTaskFailed
+  | McpTaskCancelled
+  | McpTaskExpired
 
 /** Errors that end a connection: every pending request fails with one of these. */
 export type McpConnectionError =

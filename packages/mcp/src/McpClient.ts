@@ -10,6 +10,7 @@
  */
 import { McpError, McpTool } from "@skald/domain"
 import type { McpCallResult } from "@skald/domain"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -20,12 +21,14 @@ import * as FiberMap from "effect/FiberMap"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
+import * as Runtime from "effect/Runtime"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as CallResult from "./CallResult.js"
 import * as Deadlines from "./internal/deadlines.js"
 import * as Span from "./internal/span.js"
+import * as TaskPoller from "./internal/taskPoller.js"
 import * as JsonRpc from "./JsonRpc.js"
 import * as McpLog from "./McpLog.js"
 import * as OutputSchema from "./OutputSchema.js"
@@ -45,6 +48,14 @@ export interface Options {
   readonly startTimeout?: Duration.DurationInput | undefined
   /** The most `tools/list` pages followed (default 50). */
   readonly maxToolPages?: number | undefined
+  /** The `ttl` requested for task-augmented calls (default: none, the server's choice). */
+  readonly taskTtl?: Duration.DurationInput | undefined
+  /** The longest wait for a task that has no ttl (default 1 h). */
+  readonly maxTaskWait?: Duration.DurationInput | undefined
+  /** The bounds a server's `pollInterval` is clamped to (default 500 ms – 30 s). */
+  readonly pollIntervalBounds?: { readonly min: Duration.DurationInput; readonly max: Duration.DurationInput } | undefined
+  /** How long an abandoned task-augmented call waits for its task handle, to cancel it (default 10 s). */
+  readonly taskHandleGrace?: Duration.DurationInput | undefined
 }
 
 /** What the server said about itself in `initialize`. */
@@ -63,9 +74,14 @@ export interface ToolList {
 
 /** Per-request options. */
 export interface RequestOptions {
-  /** Overrides the client's timeout for this request. */
+  /** Overrides the client's timeout for this request (for a task: for each of its short requests). */
   readonly timeout?: Duration.DurationInput | undefined
+  /** Told each status of a task-augmented call while it is polled. */
+  readonly onTaskStatus?: ((progress: TaskPoller.TaskProgress) => Effect.Effect<void>) | undefined
 }
+
+/** A task's status while it is polled. */
+export type TaskProgress = TaskPoller.TaskProgress
 
 /** A `tools/call` answer: the classified result and the `CallToolResult` exactly as sent. */
 export interface CallOutcome {
@@ -121,7 +137,14 @@ interface Pending {
   readonly timeoutMillis: number
   deadline: Deadlines.Node<Pending> | undefined
   /** Completes the fiber waiting for this request (called at most once: the entry leaves `pending` first). */
-  readonly resume: (outcome: Effect.Effect<unknown, McpError.McpError>) => void
+  resume: (outcome: Effect.Effect<unknown, McpError.McpError>) => void
+  /**
+   * A task-augmented tools/call: when its caller stops before the answer (the CreateTaskResult)
+   * came, the entry stays a little longer and the answer goes here, to cancel the task.
+   */
+  readonly late: ((answer: unknown) => void) | undefined
+  /** Abandoned by its caller; kept only to catch a late answer. */
+  orphaned: boolean
 }
 
 const isObject = (u: unknown): u is JsonObject => typeof u === "object" && u !== null && !Array.isArray(u)
@@ -140,6 +163,18 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     const transport = yield* Transport
     const server = transport.server
     const callTimeout = Duration.decode(options.callTimeout ?? Protocol.DEFAULT_CALL_TIMEOUT_MILLIS)
+    const lateGraceMillis = Duration.toMillis(options.taskHandleGrace ?? "10 seconds")
+    const taskTtlMillis = options.taskTtl === undefined ? undefined : Duration.toMillis(options.taskTtl)
+    const taskBounds: TaskPoller.Bounds = {
+      ...TaskPoller.defaultBounds,
+      ...(options.maxTaskWait !== undefined ? { maxWaitMillis: Duration.toMillis(options.maxTaskWait) } : {}),
+      ...(options.pollIntervalBounds !== undefined
+        ? {
+          minPollMillis: Duration.toMillis(options.pollIntervalBounds.min),
+          maxPollMillis: Duration.toMillis(options.pollIntervalBounds.max)
+        }
+        : {})
+    }
     const startTimeout = Duration.decode(options.startTimeout ?? Protocol.DEFAULT_START_TIMEOUT_MILLIS)
     const maxToolPages = options.maxToolPages ?? Protocol.MAX_TOOL_PAGES
     // Every line of this connection goes to the sink in place at connect time, whichever fiber logs it.
@@ -174,6 +209,18 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
      */
     const abandon = (entry: Pending, reason: string): boolean => {
       if (pending.get(entry.id) !== entry) return false
+      if (entry.late !== undefined && !entry.orphaned && reason === STOP_REASON) {
+        // Wait briefly for the task handle, so the task can be cancelled (DESIGN §2).
+        const late = entry.late
+        entry.orphaned = true
+        entry.resume = (outcome) => {
+          if (Exit.isExit(outcome) && Exit.isSuccess(outcome)) late(outcome.value)
+        }
+        if (entry.deadline !== undefined) deadlines.remove(entry.deadline)
+        entry.deadline = deadlines.add(clock.unsafeCurrentTimeMillis(), lateGraceMillis, entry)
+        if (entry.deadline.deadline < sleepingUntil) Deferred.unsafeDone(wake, Exit.void)
+        return true
+      }
       settle(entry)
       if (entry.cancellable) {
         transport.send(JsonRpc.notification("notifications/cancelled", { requestId: entry.id, reason }))
@@ -182,6 +229,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     }
 
     const expire = (entry: Pending) => {
+      if (entry.orphaned) return settle(entry)
       if (abandon(entry, TIMEOUT_REASON)) {
         entry.resume(Exit.fail(new McpError.McpTimeout({ server, method: entry.method, timeoutMillis: entry.timeoutMillis })))
       }
@@ -213,30 +261,50 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
      * The one request primitive. Registering the entry, sending the request and arming its
      * deadline happen in one synchronous step; interruption of the waiting fiber runs `abandon`.
      */
+    const register = (
+      method: string,
+      params: unknown,
+      timeout: Duration.Duration,
+      cancellable: boolean,
+      late: ((answer: unknown) => void) | undefined,
+      resume: Pending["resume"]
+    ): Pending => {
+      const entry: Pending = {
+        id: nextId++,
+        method,
+        cancellable,
+        timeoutMillis: Duration.toMillis(timeout),
+        deadline: undefined,
+        resume,
+        late,
+        orphaned: false
+      }
+      pending.set(entry.id, entry)
+      if (Duration.isFinite(timeout)) {
+        entry.deadline = deadlines.add(clock.unsafeCurrentTimeMillis(), entry.timeoutMillis, entry)
+        if (entry.deadline.deadline < sleepingUntil) Deferred.unsafeDone(wake, Exit.void)
+      }
+      transport.send(JsonRpc.request(entry.id, method, params))
+      return entry
+    }
+
     const send = (
       method: string,
       params: unknown,
       timeout: Duration.Duration,
-      cancellable: boolean
+      cancellable: boolean,
+      late?: (answer: unknown) => void
     ): Effect.Effect<unknown, McpError.McpError> =>
       Effect.async<unknown, McpError.McpError>((resume) => {
         if (closed !== undefined) return resume(Exit.fail(closed))
-        const entry: Pending = {
-          id: nextId++,
-          method,
-          cancellable,
-          timeoutMillis: Duration.toMillis(timeout),
-          deadline: undefined,
-          resume
-        }
-        pending.set(entry.id, entry)
-        if (Duration.isFinite(timeout)) {
-          entry.deadline = deadlines.add(clock.unsafeCurrentTimeMillis(), entry.timeoutMillis, entry)
-          if (entry.deadline.deadline < sleepingUntil) Deferred.unsafeDone(wake, Exit.void)
-        }
-        transport.send(JsonRpc.request(entry.id, method, params))
+        const entry = register(method, params, timeout, cancellable, late, resume)
         return Effect.sync(() => void abandon(entry, STOP_REASON))
       })
+
+    /** A request whose answer nobody waits for (`tasks/cancel` from a finalizer); dropped quietly. */
+    const requestDetached = (method: string, params: unknown) => {
+      if (closed === undefined) register(method, params, callTimeout, false, undefined, () => {})
+    }
 
     const timeoutOf = (options: RequestOptions | undefined) =>
       options?.timeout === undefined ? callTimeout : Duration.decode(options.timeout)
@@ -253,6 +321,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     const events = yield* PubSub.unbounded<JsonRpc.Notification>()
     const notifications = yield* PubSub.unbounded<JsonRpc.Notification>()
     yield* Effect.addFinalizer(() => Effect.zipRight(PubSub.shutdown(events), PubSub.shutdown(notifications)))
+
+    const taskSignals = TaskPoller.makeStatusSignals()
 
     // --- server requests: each in its own fiber, keyed by id so `notifications/cancelled` can stop it
     const handlers = yield* FiberMap.make<JsonRpc.RequestId>()
@@ -358,6 +428,10 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
         }
         case "notifications/tools/list_changed":
           return Scope.extend(onToolsChanged, scope)
+        case "notifications/tasks/status": {
+          if (typeof params.taskId === "string") taskSignals.notify(params.taskId)
+          return PubSub.publish(notifications, message).pipe(Effect.asVoid)
+        }
         case "notifications/cancelled": {
           const id = params.requestId
           if (typeof id !== "string" && typeof id !== "number") return Effect.void
@@ -474,6 +548,48 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     }).pipe(Effect.withSpan("McpClient.initialize", { attributes: { "mcp.server": server, "mcp.method": "initialize" } }))
 
     const serverName = typeof identity.serverInfo.name === "string" ? identity.serverInfo.name : "unknown"
+
+    // --- tasks -----------------------------------------------------------------------------
+    const path = (root: unknown, ...keys: Array<string>): unknown =>
+      keys.reduce<unknown>((node, key) => (isObject(node) ? node[key] : undefined), root)
+    const serverTaskCalls = isObject(path(identity.capabilities, "tasks", "requests", "tools", "call"))
+    const serverTaskCancel = isObject(path(identity.capabilities, "tasks", "cancel"))
+    const runtime = yield* Effect.runtime<never>()
+
+    const taskEngine: TaskPoller.Engine = {
+      server,
+      bounds: taskBounds,
+      request: (method, params, timeoutMillis) =>
+        send(method, params, timeoutMillis === undefined ? callTimeout : Duration.millis(timeoutMillis), false),
+      requestDetached,
+      canCancel: () => serverTaskCancel,
+      log
+    }
+
+    /** A task handle that came after its caller stopped: cancel the task. */
+    const cancelLate = (answer: unknown) => {
+      const handle = CallResult.parseCreateTask(answer)
+      if (handle !== undefined && !TaskPoller.isTerminal(handle.status)) {
+        Runtime.runFork(runtime)(TaskPoller.cancel(taskEngine, handle.taskId, "the call was stopped before the task began"))
+      }
+    }
+
+    const callAsTask = (name: string, args: JsonObject | undefined, options: RequestOptions | undefined) =>
+      Effect.gen(function*() {
+        const task = taskTtlMillis === undefined ? {} : { ttl: taskTtlMillis }
+        const answer = yield* send(
+          "tools/call",
+          { name, arguments: args ?? {}, task },
+          timeoutOf(options),
+          false,
+          cancelLate
+        )
+        const startedAt = yield* Clock.currentTimeMillis
+        const handle = CallResult.parseCreateTask(answer)
+        // A server may answer a task-augmented call directly; that answer is the result.
+        if (handle === undefined) return answer
+        return yield* TaskPoller.poll(taskEngine, taskSignals, name, handle, startedAt, options?.onTaskStatus)
+      })
     yield* log("lifecycle", `connected: ${serverName}, protocol ${identity.protocolVersion}`)
 
     // --- tools/call ------------------------------------------------------------------------
@@ -520,11 +636,17 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
         "McpClient.callTool",
         { "mcp.server": server, "mcp.method": "tools/call", "mcp.tool": name },
         () => {
-          const call = (tool: McpTool.McpTool | undefined) =>
-            Effect.flatMap(
+          const call = (tool: McpTool.McpTool | undefined) => {
+            if (tool !== undefined && tool.taskSupport !== "forbidden") {
+              // Task augmentation only where the tool offers it AND the server declared it (the spec).
+              if (serverTaskCalls) return Effect.flatMap(callAsTask(name, args, options), (raw) => finishCall(name, tool, raw))
+              if (tool.taskSupport === "required") return Effect.fail(new McpError.McpTaskUnsupported({ server, tool: name }))
+            }
+            return Effect.flatMap(
               send("tools/call", { name, arguments: args ?? {} }, timeoutOf(options), true),
               (raw) => finishCall(name, tool, raw)
             )
+          }
           const known = isFresh() ? byName.get(name) : undefined
           return known !== undefined ? call(known) : Effect.flatMap(lookUpSlowly(name), call)
         }

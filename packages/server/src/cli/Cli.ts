@@ -13,6 +13,7 @@ import * as Stream from "effect/Stream"
 import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
 import * as Output from "./Output.js"
 import * as Target from "./Target.js"
+import * as TaskProgress from "./TaskProgress.js"
 
 /** How long `skald tools` waits for `tools/list_changed` after a listing before it prints. */
 export const TOOLS_QUIET_PERIOD = Duration.millis(300)
@@ -91,13 +92,13 @@ const call = Command.make(
       if (Option.isSome(timeout) && !(timeout.value > 0)) {
         return yield* new UsageError({ message: "--timeout must be a positive number of seconds" })
       }
+      const progress = TaskProgress.make(process.stderr)
       const outcome = yield* withClient((client) =>
-        client.callTool(
-          tool,
-          params,
-          Option.isSome(timeout) ? { timeout: Duration.millis(Math.round(timeout.value * 1000)) } : undefined
-        )
-      )
+        client.callTool(tool, params, {
+          ...(Option.isSome(timeout) ? { timeout: Duration.millis(Math.round(timeout.value * 1000)) } : {}),
+          onTaskStatus: progress.report
+        })
+      ).pipe(Effect.ensuring(progress.done))
       yield* stdout(json ? Output.json(outcome.wire) : yield* Output.renderResult(outcome.result, mediaDir))
       if (outcome.result._tag !== "Task" && outcome.result.isError) {
         return yield* new ExitWith({ status: ExitStatus.ToolError })

@@ -155,6 +155,44 @@ describe("skald CLI over stdio", () => {
     )
   })
 
+  it("a task tool shows its status on stderr while it polls and prints the result", async () => {
+    const r = await run(["call", "simulate-research-query", "--args", "{\"topic\":\"x\"}", "--", ...everything])
+    assert.strictEqual(r.status, 0, r.stderr)
+    assert.include(r.stdout, "Research Report: x")
+    const lines = r.stderr.trim().split("\n")
+    assert.isTrue(lines.some((l) => /^task \w+: working — .+ \(\d+\.\d s\)$/.test(l)), r.stderr)
+    assert.match(lines.at(-1)!, /^task \w+: completed/)
+  })
+
+  it("Ctrl-C during a task sends tasks/cancel for it and exits 130", async () => {
+    const record = Path.join(Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-cli-")), "record.jsonl")
+    const server = fixture("tasks")
+    const child = spawn(process.execPath, [skald, "call", "slow_task", "--", server.command, ...server.args], {
+      cwd: root,
+      env: { ...process.env, FIXTURE_RECORD: record },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    await waitFor(() => readRecords(record).find((r) => r.event === "received" && r.method === "tasks/get"))
+    child.kill("SIGINT")
+    const status = await new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+    assert.strictEqual(status, 130)
+    const started = readRecords(record).find((r) => r.event === "started")!
+    assert.deepStrictEqual(
+      readRecords(record).filter((r) => r.event === "received" && r.method === "tasks/cancel").map((r) => r.params),
+      [{ taskId: started.taskId }]
+    )
+  })
+
+  it("a failed task exits 1 with its isError result, or 2 with its message when it has none", async () => {
+    const server = fixture("tasks")
+    const withResult = await run(["call", "fail_with_result", "--", server.command, ...server.args])
+    assert.strictEqual(withResult.status, 1, withResult.stderr)
+    assert.include(withResult.stdout, "the tool failed")
+    const without = await run(["call", "fail_without_result", "--", server.command, ...server.args])
+    assert.strictEqual(without.status, 2)
+    assert.match(without.stderr.trim().split("\n").at(-1)!, /failed: fail_without_result: the work crashed/)
+  })
+
   it("an isError result is printed on stdout and exits 1", async () => {
     const server = fixture("echo")
     const r = await run(["call", "fail", "--", server.command, ...server.args])

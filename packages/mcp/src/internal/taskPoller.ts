@@ -166,21 +166,28 @@ export const poll = (
       state = next
       yield* report
     }
+    // A failed task may still carry a result (an isError CallToolResult); otherwise say why it failed.
+    const resultOrFailure = result.pipe(
+      Effect.catchTag("McpRequestError", (error) =>
+        Effect.fail(
+          new McpError.McpTaskFailed({
+            server,
+            tool,
+            taskId,
+            statusMessage: state.statusMessage ?? error.reason
+          })
+        ))
+    )
     switch (state.status) {
       case "completed":
         return yield* result
-      case "failed":
-        // A failed task may still carry a result (an isError CallToolResult); otherwise say why it failed.
-        return yield* result.pipe(
-          Effect.catchTag("McpRequestError", () =>
-            Effect.fail(new McpError.McpTaskFailed({ server, tool, taskId, ...statusMessage() })))
-        )
       case "cancelled":
         settled = true
         return yield* new McpError.McpTaskCancelled({ server, tool, taskId, ...statusMessage() })
       default:
-        // input_required: tasks/result carries the server's requests (an elicitation) and then the result.
-        return yield* result
+        // failed; or input_required, where tasks/result carries the server's requests (an
+        // elicitation) and then the result.
+        return yield* resultOrFailure
     }
   })
 

@@ -93,13 +93,21 @@ const call = Command.make(
         return yield* new UsageError({ message: "--timeout must be a positive number of seconds" })
       }
       const progress = TaskProgress.make(process.stderr)
+      // The result is printed before the connection closes (a server may take seconds to stop).
       const outcome = yield* withClient((client) =>
         client.callTool(tool, params, {
           ...(Option.isSome(timeout) ? { timeout: Duration.millis(Math.round(timeout.value * 1000)) } : {}),
           onTaskStatus: progress.report
-        })
-      ).pipe(Effect.ensuring(progress.done))
-      yield* stdout(json ? Output.json(outcome.wire) : yield* Output.renderResult(outcome.result, mediaDir))
+        }).pipe(
+          Effect.ensuring(progress.done),
+          Effect.tap((outcome) =>
+            Effect.flatMap(
+              json ? Effect.succeed(Output.json(outcome.wire)) : Output.renderResult(outcome.result, mediaDir),
+              stdout
+            )
+          )
+        )
+      )
       if (outcome.result._tag !== "Task" && outcome.result.isError) {
         return yield* new ExitWith({ status: ExitStatus.ToolError })
       }

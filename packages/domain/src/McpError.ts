@@ -173,6 +173,27 @@ export class McpTaskExpired extends Schema.TaggedError<McpTaskExpired>("@skald/d
   }
 }
 
+/** One URL the user must visit (from a `-32042` URL-elicitation-required error). */
+export const RequiredUrl = Schema.Struct({
+  url: Schema.String,
+  message: Schema.optionalWith(Schema.String, { exact: true }),
+  elicitationId: Schema.optionalWith(Schema.String, { exact: true })
+})
+
+/** The server needs the user to complete a URL flow first (error `-32042`); retry afterwards. */
+export class McpUrlElicitationRequired
+  extends Schema.TaggedError<McpUrlElicitationRequired>("@skald/domain/McpUrlElicitationRequired")(
+    "McpUrlElicitationRequired",
+    { server: Schema.String, method: Schema.String, reason: Schema.String, urls: Schema.Array(RequiredUrl) }
+  )
+{
+  override get message(): string {
+    const list = this.urls.map((u) => `  ${u.url}${u.message !== undefined ? ` — ${u.message}` : ""}`).join("\n")
+    return `MCP server '${this.server}' needs you to open ${this.urls.length === 1 ? "a URL" : "these URLs"} ` +
+      `before ${this.method} can go on (${this.reason}); open it, then retry:\n${list}`
+  }
+}
+
 /** Every error an MCP connection or call can fail with. */
 export type McpError =
   | McpSpawnError
@@ -188,6 +209,7 @@ export type McpError =
   | McpTaskFailed
   | McpTaskCancelled
   | McpTaskExpired
+  | McpUrlElicitationRequired
 
 /** Errors that end a connection: every pending request fails with one of these. */
 export type McpConnectionError =

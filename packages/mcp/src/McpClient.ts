@@ -13,6 +13,7 @@ import type { McpCallResult } from "@skald/domain"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
+import * as Either from "effect/Either"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -26,6 +27,7 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as CallResult from "./CallResult.js"
+import * as Elicitation from "./Elicitation.js"
 import * as Deadlines from "./internal/deadlines.js"
 import * as Span from "./internal/span.js"
 import * as TaskPoller from "./internal/taskPoller.js"
@@ -56,6 +58,8 @@ export interface Options {
   readonly pollIntervalBounds?: { readonly min: Duration.DurationInput; readonly max: Duration.DurationInput } | undefined
   /** How long an abandoned task-augmented call waits for its task handle, to cancel it (default 10 s). */
   readonly taskHandleGrace?: Duration.DurationInput | undefined
+  /** How long a person has to answer an elicitation before it is answered `cancel` (default 5 min). */
+  readonly userDeadline?: Duration.DurationInput | undefined
 }
 
 /** What the server said about itself in `initialize`. */
@@ -149,6 +153,9 @@ interface Pending {
 
 const isObject = (u: unknown): u is JsonObject => typeof u === "object" && u !== null && !Array.isArray(u)
 
+/** The error code of "URL elicitation required" (2025-11-25). */
+export const URL_ELICITATION_REQUIRED = -32042
+
 /** Reason sent in `notifications/cancelled` when the waiting fiber was interrupted by a stop. */
 export const STOP_REASON = "cancelled by the client"
 /** Reason sent in `notifications/cancelled` when the call timeout fired. */
@@ -164,6 +171,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     const server = transport.server
     const callTimeout = Duration.decode(options.callTimeout ?? Protocol.DEFAULT_CALL_TIMEOUT_MILLIS)
     const lateGraceMillis = Duration.toMillis(options.taskHandleGrace ?? "10 seconds")
+    const userDeadline = Duration.decode(options.userDeadline ?? "5 minutes")
+    const elicitationHandler = Option.getOrUndefined(yield* Effect.serviceOption(Elicitation.ElicitationHandler))
     const taskTtlMillis = options.taskTtl === undefined ? undefined : Duration.toMillis(options.taskTtl)
     const taskBounds: TaskPoller.Bounds = {
       ...TaskPoller.defaultBounds,
@@ -235,8 +244,33 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       }
     }
 
+    // While an elicitation is open, no request times out: a person is answering. When the last one
+    // closes, every pending request's timeout restarts in full.
+    let openElicitations = 0
+    const pauseTimeouts = () => {
+      openElicitations++
+      Deferred.unsafeDone(wake, Exit.void)
+    }
+    const resumeTimeouts = () => {
+      openElicitations--
+      if (openElicitations > 0) return
+      const now = clock.unsafeCurrentTimeMillis()
+      for (const entry of pending.values()) {
+        if (entry.deadline === undefined) continue
+        deadlines.remove(entry.deadline)
+        entry.deadline = deadlines.add(now, entry.orphaned ? lateGraceMillis : entry.timeoutMillis, entry)
+      }
+      Deferred.unsafeDone(wake, Exit.void)
+    }
+
     const timer = Effect.gen(function*() {
       while (true) {
+        if (openElicitations > 0) {
+          wake = Deferred.unsafeMake<void>(FiberId.none)
+          sleepingUntil = -Infinity
+          yield* Deferred.await(wake)
+          continue
+        }
         const now = clock.unsafeCurrentTimeMillis()
         deadlines.expire(now, expire)
         const next = deadlines.earliest()
@@ -335,10 +369,67 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
         })
       )
 
+    const urlCompletions = new Map<string, Deferred.Deferred<void>>()
+
+    const invalidParams = (why: string): JsonRpc.ErrorObject => ({ code: JsonRpc.ErrorCode.InvalidParams, message: why })
+
+    /** Answers `elicitation/create`: the handler asks a person, bounded by the user deadline. */
+    const elicit = (params: unknown): Effect.Effect<Elicitation.Response, JsonRpc.ErrorObject> => {
+      if (elicitationHandler === undefined) return Effect.succeed({ action: "decline" })
+      const handler = elicitationHandler
+      const p = isObject(params) ? params : {}
+      const message = typeof p.message === "string" ? p.message : ""
+      const mode = p.mode === undefined ? "form" : p.mode
+      let request: Elicitation.Request
+      let fields: ReadonlyArray<Elicitation.Field> = []
+      if (mode === "form") {
+        const parsed = Elicitation.parseForm(p.requestedSchema)
+        if (Either.isLeft(parsed)) return Effect.fail(invalidParams(`unsupported requestedSchema: ${parsed.left}`))
+        fields = parsed.right
+        request = { _tag: "Form", server, message, fields, confirmation: fields.length === 0 }
+      } else if (mode === "url") {
+        if (!handler.url) return Effect.fail(invalidParams("this client did not declare URL-mode elicitation"))
+        if (typeof p.url !== "string" || typeof p.elicitationId !== "string") {
+          return Effect.fail(invalidParams("a URL elicitation needs url and elicitationId"))
+        }
+        const elicitationId = p.elicitationId
+        const done = urlCompletions.get(elicitationId) ?? Deferred.unsafeMake<void>(FiberId.none)
+        urlCompletions.set(elicitationId, done)
+        request = { _tag: "Url", server, message, url: p.url, elicitationId, completed: Deferred.await(done) }
+      } else {
+        return Effect.fail(invalidParams(`unknown elicitation mode ${JSON.stringify(mode)}`))
+      }
+      return Effect.acquireUseRelease(
+        Effect.sync(pauseTimeouts),
+        () =>
+          handler.elicit(request).pipe(
+            Effect.timeoutTo({
+              duration: userDeadline,
+              onSuccess: (response): Elicitation.Response => response,
+              onTimeout: (): Elicitation.Response => ({ action: "cancel" })
+            })
+          ),
+        () => Effect.sync(resumeTimeouts)
+      ).pipe(
+        Effect.flatMap((response): Effect.Effect<Elicitation.Response> => {
+          if (response.action !== "accept") return Effect.succeed({ action: response.action })
+          if (request._tag === "Url") return Effect.succeed({ action: "accept" })
+          const checked = Elicitation.validate(fields, response.content)
+          if (Either.isRight(checked)) return Effect.succeed({ action: "accept", content: checked.right })
+          return Effect.as(
+            log("warning", `an answer to an elicitation did not match its form (${checked.left}); declined instead`),
+            { action: "decline" }
+          )
+        })
+      )
+    }
+
     const serverRequest = (message: JsonRpc.Request): Effect.Effect<unknown, JsonRpc.ErrorObject> => {
       switch (message.method) {
         case "ping":
           return Effect.succeed({})
+        case "elicitation/create":
+          return elicit(message.params)
         default:
           return Effect.fail({ code: JsonRpc.ErrorCode.MethodNotFound, message: `method not found: ${message.method}` })
       }
@@ -428,6 +519,14 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
         }
         case "notifications/tools/list_changed":
           return Scope.extend(onToolsChanged, scope)
+        case "notifications/elicitation/complete": {
+          if (typeof params.elicitationId === "string") {
+            const done = urlCompletions.get(params.elicitationId) ?? Deferred.unsafeMake<void>(FiberId.none)
+            urlCompletions.set(params.elicitationId, done)
+            Deferred.unsafeDone(done, Exit.void)
+          }
+          return PubSub.publish(notifications, message).pipe(Effect.asVoid)
+        }
         case "notifications/tasks/status": {
           if (typeof params.taskId === "string") taskSignals.notify(params.taskId)
           return PubSub.publish(notifications, message).pipe(Effect.asVoid)
@@ -444,6 +543,17 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       }
     }
 
+    const urlElicitationRequired = (method: string, error: JsonRpc.ErrorObject) => {
+      const data = isObject(error.data) ? error.data : {}
+      const list = Array.isArray(data.elicitations) ? data.elicitations : []
+      const urls = list.filter(isObject).filter((e) => typeof e.url === "string").map((e) => ({
+        url: e.url as string,
+        ...(typeof e.message === "string" ? { message: e.message } : {}),
+        ...(typeof e.elicitationId === "string" ? { elicitationId: e.elicitationId } : {})
+      }))
+      return new McpError.McpUrlElicitationRequired({ server, method, reason: error.message, urls })
+    }
+
     /** Delivers a response to its request; returns a warning when there is none waiting. */
     const onResponse = (message: JsonRpc.Success | JsonRpc.Failure): string | undefined => {
       const id = message.id
@@ -452,6 +562,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       settle(entry)
       if ("result" in message) {
         entry.resume(Exit.succeed(message.result))
+      } else if (message.error.code === URL_ELICITATION_REQUIRED) {
+        entry.resume(Exit.fail(urlElicitationRequired(entry.method, message.error)))
       } else {
         const error = message.error
         entry.resume(
@@ -514,7 +626,12 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
         "initialize",
         {
           protocolVersion: Protocol.PROTOCOL_VERSION,
-          capabilities: { experimental: { tasks: {} } },
+          capabilities: {
+            experimental: { tasks: {} },
+            ...(elicitationHandler === undefined
+              ? {}
+              : { elicitation: elicitationHandler.url ? { form: {}, url: {} } : { form: {} } })
+          },
           clientInfo: options.clientInfo ?? Protocol.CLIENT_INFO
         },
         startTimeout,

@@ -8,6 +8,9 @@
 /** Result extraction: a `CallToolResult` becomes Text | Json | Media | Task. */
 export * as CallResult from "./CallResult.js"
 
+/** Elicitation: the handler an app provides, form fields, and answer checks. */
+export * as Elicitation from "./Elicitation.js"
+
 /** JSON-RPC 2.0 messages: the Schema codec and the fast classifier. */
 export * as JsonRpc from "./JsonRpc.js"
 

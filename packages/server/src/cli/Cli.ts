@@ -5,12 +5,13 @@
  * @since 0.1.0
  */
 import { Args, Command, Options } from "@effect/cli"
-import { McpClient } from "@skald/mcp"
+import { Elicitation, McpClient } from "@skald/mcp"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
+import * as Elicit from "./Elicit.js"
 import * as Output from "./Output.js"
 import * as Target from "./Target.js"
 import * as TaskProgress from "./TaskProgress.js"
@@ -33,11 +34,20 @@ const reportFailures = <A, R>(effect: Effect.Effect<A, unknown, R>): Effect.Effe
     })
   )
 
-/** Runs `use` with a client of the command line's target, closing it afterwards. */
-const withClient = <A, E, R>(use: (client: McpClient.Service) => Effect.Effect<A, E, R>) =>
+/**
+ * Runs `use` with a client of the command line's target, closing it afterwards. The client
+ * declares elicitation and answers with `handler` (default: decline).
+ */
+const withClient = <A, E, R>(
+  use: (client: McpClient.Service) => Effect.Effect<A, E, R>,
+  handler: Elicitation.Handler = Elicit.declining
+) =>
   Effect.gen(function*() {
     const layer = yield* Target.clientLayer
-    return yield* Effect.flatMap(McpClient.McpClient, use).pipe(Effect.provide(layer))
+    return yield* Effect.flatMap(McpClient.McpClient, use).pipe(
+      Effect.provide(layer),
+      Effect.provideService(Elicitation.ElicitationHandler, handler)
+    )
   })
 
 const json = Options.boolean("json").pipe(
@@ -84,37 +94,54 @@ const call = Command.make(
     mediaDir: Options.text("media-dir").pipe(
       Options.withDescription("Where media results are written (default ./skald-media)."),
       Options.withDefault("skald-media")
+    ),
+    elicit: Options.text("elicit").pipe(
+      Options.withDescription(
+        "The answer to every elicitation of this call, an ElicitResult as JSON, @FILE or @- (stdin; " +
+          "use it for secrets). Without it: a prompt on a terminal, else decline."
+      ),
+      Options.optional
     )
   },
-  ({ args, json, mediaDir, timeout, tool }) =>
+  ({ args, elicit, json, mediaDir, timeout, tool }) =>
     Effect.gen(function*() {
       const params = Option.isSome(args) ? yield* parseArgs(args.value) : {}
+      const problems = Elicit.makeProblems()
+      const handler = Option.isSome(elicit)
+        ? Elicit.fromAnswer(yield* Elicit.readAnswer(elicit.value), problems)
+        : process.stdin.isTTY === true
+        ? Elicit.terminal
+        : Elicit.declining
       if (Option.isSome(timeout) && !(timeout.value > 0)) {
         return yield* new UsageError({ message: "--timeout must be a positive number of seconds" })
       }
       const progress = TaskProgress.make(process.stderr)
       // The result is printed before the connection closes (a server may take seconds to stop).
-      const outcome = yield* withClient((client) =>
+      const exit = yield* Effect.exit(withClient((client) =>
         client.callTool(tool, params, {
           ...(Option.isSome(timeout) ? { timeout: Duration.millis(Math.round(timeout.value * 1000)) } : {}),
           onTaskStatus: progress.report
         }).pipe(
           Effect.ensuring(progress.done),
           Effect.tap((outcome) =>
-            Effect.flatMap(
+            problems.first() !== undefined ? Effect.void : Effect.flatMap(
               json ? Effect.succeed(Output.json(outcome.wire)) : Output.renderResult(outcome.result, mediaDir),
               stdout
             )
           )
-        )
-      )
+        ), handler))
+      // An --elicit answer that did not fit the form is a usage error, whatever the call did after.
+      const problem = problems.first()
+      if (problem !== undefined) return yield* new UsageError({ message: problem })
+      const outcome = yield* exit
       if (outcome.result._tag !== "Task" && outcome.result.isError) {
         return yield* new ExitWith({ status: ExitStatus.ToolError })
       }
     }).pipe(reportFailures)
 ).pipe(
   Command.withDescription(
-    "Call one tool of an MCP server: skald call TOOL [--args JSON] [--timeout S] [--json] [--media-dir DIR] -- CMD [ARGS…]"
+    "Call one tool of an MCP server: skald call TOOL [--args JSON] [--timeout S] [--json] [--media-dir DIR] " +
+      "[--elicit ANSWER] -- CMD [ARGS…]"
   )
 )
 

@@ -193,6 +193,71 @@ describe("skald CLI over stdio", () => {
     assert.match(without.stderr.trim().split("\n").at(-1)!, /failed: fail_without_result: the work crashed/)
   })
 
+  it("--elicit answers a form elicitation; defaults fill what it leaves out", async () => {
+    const answer = JSON.stringify({ action: "accept", content: { name: "Ada Lovelace", check: true } })
+    const r = await run(["call", "trigger-elicitation-request", "--elicit", answer, "--", ...everything])
+    assert.strictEqual(r.status, 0, r.stderr)
+    assert.include(r.stdout, "Name: Ada Lovelace")
+    assert.include(r.stdout, "\"firstLine\": \"It was a dark and stormy night.\"")
+    assert.match(r.stderr, /asks: Please provide inputs/)
+  })
+
+  it("--elicit @FILE and @- read the answer from a file and from stdin", async () => {
+    const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-elicit-"))
+    const file = Path.join(dir, "answer.json")
+    Fs.writeFileSync(file, JSON.stringify({ action: "decline" }))
+    const fromFile = await run(["call", "trigger-elicitation-request", "--elicit", `@${file}`, "--", ...everything])
+    assert.strictEqual(fromFile.status, 0, fromFile.stderr)
+    assert.include(fromFile.stdout, "declined")
+    const child = spawn(process.execPath, [skald, "call", "trigger-elicitation-request", "--elicit", "@-", "--", ...everything], {
+      cwd: root,
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    let stdout = ""
+    child.stdout.on("data", (d) => (stdout += String(d)))
+    child.stdin.end(JSON.stringify({ action: "cancel" }))
+    const status = await new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+    assert.strictEqual(status, 0)
+    assert.include(stdout, "cancelled")
+  })
+
+  it("an --elicit answer that does not fit the form exits 2, prints no result and never echoes the value", async () => {
+    const marker = "value-9f2c7e1b"
+    const answer = JSON.stringify({ action: "accept", content: { name: marker, integer: "not a number" } })
+    const r = await run(["call", "trigger-elicitation-request", "--elicit", answer, "--", ...everything])
+    assert.strictEqual(r.status, 2)
+    assert.strictEqual(r.stdout, "")
+    assert.match(r.stderr, /--elicit does not fit the form .*'integer' must be a number/)
+    assert.notInclude(r.stderr, marker)
+    const bad = await run(["call", "echo", "--elicit", `{"secret": "${marker}"`, "--", ...everything])
+    assert.strictEqual(bad.status, 2)
+    assert.notInclude(bad.stderr, marker)
+  })
+
+  it("without --elicit and without a terminal, an elicitation is declined with a hint", async () => {
+    const r = await run(["call", "trigger-elicitation-request", "--", ...everything])
+    assert.strictEqual(r.status, 0, r.stderr)
+    assert.include(r.stdout, "declined")
+    assert.match(r.stderr, /declined — pass --elicit/)
+  })
+
+  it("a URL elicitation shows the URL on stderr; --elicit accept means it was opened", async () => {
+    const answer = JSON.stringify({ action: "accept" })
+    const r = await run([
+      "call",
+      "trigger-url-elicitation",
+      "--args",
+      JSON.stringify({ url: "http://127.0.0.1:9/consent" }),
+      "--elicit",
+      answer,
+      "--",
+      ...everything
+    ])
+    assert.strictEqual(r.status, 0, r.stderr)
+    assert.match(r.stderr, /asks you to open http:\/\/127\.0\.0\.1:9\/consent/)
+    assert.include(r.stdout, "User completed the URL elicitation flow")
+  })
+
   it("an isError result is printed on stdout and exits 1", async () => {
     const server = fixture("echo")
     const r = await run(["call", "fail", "--", server.command, ...server.args])

@@ -194,6 +194,24 @@ export class McpUrlElicitationRequired
   }
 }
 
+/** An HTTP exchange with a remote server failed (status, body, content type, or the network). */
+export class McpHttpError extends Schema.TaggedError<McpHttpError>("@skald/domain/McpHttpError")("McpHttpError", {
+  server: Schema.String,
+  url: Schema.String,
+  status: Schema.optionalWith(Schema.Number, { exact: true }),
+  reason: Schema.String
+}) {
+  override get message(): string {
+    const status = this.status === undefined ? "" : ` (HTTP ${this.status})`
+    const hint = this.status === 401 || this.status === 403
+      ? "; the api key is missing or wrong — check --api-key-env / the server's apiKey"
+      : this.status === undefined
+      ? "; check the URL and that the server is running"
+      : ""
+    return `MCP server '${this.server}' at ${this.url}: ${this.reason}${status}${hint}`
+  }
+}
+
 /** Every error an MCP connection or call can fail with. */
 export type McpError =
   | McpSpawnError
@@ -210,9 +228,11 @@ export type McpError =
   | McpTaskCancelled
   | McpTaskExpired
   | McpUrlElicitationRequired
+  | McpHttpError
 
 /** Errors that end a connection: every pending request fails with one of these. */
 export type McpConnectionError =
+  | McpHttpError
   | McpSpawnError
   | McpServerExited
   | McpConnectionClosed

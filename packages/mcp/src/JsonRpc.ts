@@ -4,6 +4,7 @@
  *
  * @since 0.1.0
  */
+import type { McpError } from "@skald/domain"
 import * as Schema from "effect/Schema"
 
 /** A request id. The two directions number their ids independently. */
@@ -77,11 +78,12 @@ export const ErrorCode = {
   InternalError: -32603
 } as const
 
-/** A message as the engine routes it. */
+/** A message as the engine routes it; `Undelivered` is a transport's word that a request failed in transit. */
 export type Incoming =
   | { readonly _tag: "Request"; readonly message: Request }
   | { readonly _tag: "Notification"; readonly message: Notification }
   | { readonly _tag: "Response"; readonly message: Success | Failure }
+  | { readonly _tag: "Undelivered"; readonly id: RequestId; readonly error: McpError.McpError }
 
 const isId = (u: unknown): u is RequestId => typeof u === "string" || typeof u === "number"
 

@@ -589,6 +589,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
         }
         case "Notification":
           return onNotification(incoming.message)
+        case "Undelivered":
+          return Effect.void
         case "Request": {
           const { id } = incoming.message
           return FiberMap.run(handlers, id, answer(id, serverRequest(incoming.message)), { onlyIfMissing: true }).pipe(
@@ -606,6 +608,12 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
           if (message._tag === "Response") {
             const warning = onResponse(message.message)
             if (warning !== undefined) yield* log("warning", warning)
+          } else if (message._tag === "Undelivered") {
+            const entry = pending.get(message.id)
+            if (entry !== undefined) {
+              settle(entry)
+              entry.resume(Exit.fail(message.error))
+            }
           } else {
             yield* route(message)
           }

@@ -11,6 +11,9 @@ export * as CallResult from "./CallResult.js"
 /** Elicitation: the handler an app provides, form fields, and answer checks. */
 export * as Elicitation from "./Elicitation.js"
 
+/** The streamable HTTP transport (and the legacy HTTP+SSE fallback). */
+export * as HttpTransport from "./HttpTransport.js"
+
 /** JSON-RPC 2.0 messages: the Schema codec and the fast classifier. */
 export * as JsonRpc from "./JsonRpc.js"
 

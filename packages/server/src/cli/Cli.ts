@@ -39,11 +39,12 @@ const reportFailures = <A, R>(effect: Effect.Effect<A, unknown, R>): Effect.Effe
  * declares elicitation and answers with `handler` (default: decline).
  */
 const withClient = <A, E, R>(
+  target: Target.Http,
   use: (client: McpClient.Service) => Effect.Effect<A, E, R>,
   handler: Elicitation.Handler = Elicit.declining
 ) =>
   Effect.gen(function*() {
-    const layer = yield* Target.clientLayer
+    const layer = yield* Target.clientLayer(target)
     return yield* Effect.flatMap(McpClient.McpClient, use).pipe(
       Effect.provide(layer),
       Effect.provideService(Elicitation.ElicitationHandler, handler)
@@ -54,8 +55,8 @@ const json = Options.boolean("json").pipe(
   Options.withDescription("Print JSON exactly as the server sent it (MCP wire shape) instead of text.")
 )
 
-const tools = Command.make("tools", { json }, ({ json }) =>
-  withClient((client) =>
+const tools = Command.make("tools", { json, ...Target.options }, ({ json, ...target }) =>
+  withClient(target, (client) =>
     Effect.gen(function*() {
       yield* client.refreshTools
       // Servers may register tools right after initialize and announce them with
@@ -65,7 +66,7 @@ const tools = Command.make("tools", { json }, ({ json }) =>
       yield* stdout(json ? Output.json(list.wire) : Output.toolLines(list.tools))
     })
   ).pipe(reportFailures)
-).pipe(Command.withDescription("List the tools of an MCP server: skald tools [--json] -- CMD [ARGS…]"))
+).pipe(Command.withDescription("List the tools of an MCP server: skald tools [--json] (--http URL | -- CMD [ARGS…])"))
 
 const parseArgs = (text: string) =>
   Effect.try({
@@ -95,6 +96,7 @@ const call = Command.make(
       Options.withDescription("Where media results are written (default ./skald-media)."),
       Options.withDefault("skald-media")
     ),
+    ...Target.options,
     elicit: Options.text("elicit").pipe(
       Options.withDescription(
         "The answer to every elicitation of this call, an ElicitResult as JSON, @FILE or @- (stdin; " +
@@ -103,7 +105,7 @@ const call = Command.make(
       Options.optional
     )
   },
-  ({ args, elicit, json, mediaDir, timeout, tool }) =>
+  ({ apiKeyEnv, args, elicit, http, json, mediaDir, timeout, tool }) =>
     Effect.gen(function*() {
       const params = Option.isSome(args) ? yield* parseArgs(args.value) : {}
       const problems = Elicit.makeProblems()
@@ -117,7 +119,7 @@ const call = Command.make(
       }
       const progress = TaskProgress.make(process.stderr)
       // The result is printed before the connection closes (a server may take seconds to stop).
-      const exit = yield* Effect.exit(withClient((client) =>
+      const exit = yield* Effect.exit(withClient({ http, apiKeyEnv }, (client) =>
         client.callTool(tool, params, {
           ...(Option.isSome(timeout) ? { timeout: Duration.millis(Math.round(timeout.value * 1000)) } : {}),
           onTaskStatus: progress.report
@@ -141,7 +143,7 @@ const call = Command.make(
 ).pipe(
   Command.withDescription(
     "Call one tool of an MCP server: skald call TOOL [--args JSON] [--timeout S] [--json] [--media-dir DIR] " +
-      "[--elicit ANSWER] -- CMD [ARGS…]"
+      "[--elicit ANSWER] (--http URL | -- CMD [ARGS…])"
   )
 )
 

@@ -78,11 +78,15 @@ export const ErrorCode = {
   InternalError: -32603
 } as const
 
-/** A message as the engine routes it; `Undelivered` is a transport's word that a request failed in transit. */
-export type Incoming =
+/** A message read off the wire, classified. */
+export type Classified =
   | { readonly _tag: "Request"; readonly message: Request }
   | { readonly _tag: "Notification"; readonly message: Notification }
   | { readonly _tag: "Response"; readonly message: Success | Failure }
+
+/** What the engine routes: a classified message, or a transport's word that a request failed in transit. */
+export type Incoming =
+  | Classified
   | { readonly _tag: "Undelivered"; readonly id: RequestId; readonly error: McpError.McpError }
 
 const isId = (u: unknown): u is RequestId => typeof u === "string" || typeof u === "number"
@@ -96,7 +100,7 @@ const isErrorObject = (u: unknown): u is ErrorObject =>
  * value is not a JSON-RPC 2.0 message. A message with both `method` and `id` is a request, so a
  * server request is never mistaken for a response.
  */
-export const classify = (u: unknown): Incoming | undefined => {
+export const classify = (u: unknown): Classified | undefined => {
   if (typeof u !== "object" || u === null || Array.isArray(u)) return undefined
   const m = u as Record<string, unknown>
   if (m.jsonrpc !== "2.0") return undefined

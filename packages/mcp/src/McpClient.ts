@@ -10,6 +10,7 @@
  */
 import { McpError, McpTool } from "@skald/domain"
 import type { McpCallResult } from "@skald/domain"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
@@ -361,11 +362,26 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     // --- server requests: each in its own fiber, keyed by id so `notifications/cancelled` can stop it
     const handlers = yield* FiberMap.make<JsonRpc.RequestId>()
 
-    const answer = (id: JsonRpc.RequestId, handle: Effect.Effect<unknown, JsonRpc.ErrorObject>) =>
+    // Every server request gets exactly one answer — unless the server cancelled it (interruption).
+    // A handler that dies is answered -32603 and logged without the defect's text (it may hold input).
+    const answer = (id: JsonRpc.RequestId, method: string, handle: Effect.Effect<unknown, JsonRpc.ErrorObject>) =>
       handle.pipe(
-        Effect.matchEffect({
+        Effect.matchCauseEffect({
           onSuccess: (result) => Effect.sync(() => transport.send(JsonRpc.success(id, result))),
-          onFailure: (error) => Effect.sync(() => transport.send(JsonRpc.failure(id, error.code, error.message, error.data)))
+          onFailure: (cause) => {
+            const failure = Cause.failureOption(cause)
+            if (failure._tag === "Some") {
+              const error = failure.value
+              return Effect.sync(() => transport.send(JsonRpc.failure(id, error.code, error.message, error.data)))
+            }
+            if (Cause.isInterruptedOnly(cause)) return Effect.void
+            return Effect.zipRight(
+              Effect.sync(() =>
+                transport.send(JsonRpc.failure(id, JsonRpc.ErrorCode.InternalError, `the client failed to handle ${method}`))
+              ),
+              log("warning", `the handler of the server's ${method} request failed; answered -32603`)
+            )
+          }
         })
       )
 
@@ -520,9 +536,10 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
         case "notifications/tools/list_changed":
           return Scope.extend(onToolsChanged, scope)
         case "notifications/elicitation/complete": {
-          if (typeof params.elicitationId === "string") {
-            const done = urlCompletions.get(params.elicitationId) ?? Deferred.unsafeMake<void>(FiberId.none)
-            urlCompletions.set(params.elicitationId, done)
+          // Only elicitations this connection was asked for; an unknown id is ignored (no growth).
+          const done = typeof params.elicitationId === "string" ? urlCompletions.get(params.elicitationId) : undefined
+          if (done !== undefined) {
+            urlCompletions.delete(params.elicitationId as string)
             Deferred.unsafeDone(done, Exit.void)
           }
           return PubSub.publish(notifications, message).pipe(Effect.asVoid)
@@ -593,7 +610,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
           return Effect.void
         case "Request": {
           const { id } = incoming.message
-          return FiberMap.run(handlers, id, answer(id, serverRequest(incoming.message)), { onlyIfMissing: true }).pipe(
+          return FiberMap.run(handlers, id, answer(id, incoming.message.method, serverRequest(incoming.message)), { onlyIfMissing: true }).pipe(
             Effect.asVoid
           )
         }

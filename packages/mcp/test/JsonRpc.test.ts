@@ -90,7 +90,7 @@ const fields: Record<string, ReadonlyArray<string>> = {
 }
 
 /** The classified message reduced to its kind's fields (the codec drops excess properties). */
-const project = (incoming: JsonRpc.Incoming): Record<string, unknown> => {
+const project = (incoming: JsonRpc.Classified): Record<string, unknown> => {
   const m = incoming.message as Record<string, unknown>
   const canSucceed = "result" in m && (typeof m.id === "string" || typeof m.id === "number")
   const shape = incoming._tag === "Response" ? (canSucceed ? "Success" : "Failure") : incoming._tag

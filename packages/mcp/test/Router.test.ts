@@ -134,7 +134,8 @@ type Extra =
 const call: fc.Arbitrary<Call> = fc.record({
   via: fc.constantFrom("request", "callTool"),
   fails: fc.boolean(),
-  code: fc.integer({ min: -32099, max: -32000 }),
+  // Server-defined errors, except -32042 (URL elicitation required), which has its own typed error.
+  code: fc.integer({ min: -32099, max: -32000 }).filter((code) => code !== McpClient.URL_ELICITATION_REQUIRED),
   salt: fc.string({ unit: "binary", maxLength: 6 })
 })
 

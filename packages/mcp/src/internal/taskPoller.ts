@@ -147,6 +147,11 @@ export const poll = (
       Effect.catchTag("McpTimeout", () => Effect.flatMap(Clock.currentTimeMillis, (t) => Effect.fail(expired(t))))
     )
     settled = true
+    if (!isTerminal(state.status)) {
+      // tasks/result returns once the task is terminal (after input_required, say): report that.
+      state = { ...state, status: "completed", statusMessage: undefined }
+      yield* report
+    }
     return raw
   })
 

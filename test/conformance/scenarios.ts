@@ -41,8 +41,10 @@ export const runScenario = (scenario: string): Outcome => {
     [cli, "client", "--command", client, "--scenario", scenario, "--timeout", "30000", "-o", out],
     { encoding: "utf8", cwd: root }
   )
-  const dirs = Fs.readdirSync(out)
-  const checksFile = dirs.length > 0 ? Path.join(out, dirs[0]!, "checks.json") : undefined
+  // Results go to <out>/<scenario>-<time>/checks.json; a scenario named a/b nests a folder.
+  const checksFile = (Fs.readdirSync(out, { recursive: true }) as Array<string>)
+    .map((entry) => Path.join(out, entry))
+    .find((file) => Path.basename(file) === "checks.json")
   const checks: Array<{ status: string; name?: string; errorMessage?: string }> =
     checksFile !== undefined && Fs.existsSync(checksFile) ? JSON.parse(Fs.readFileSync(checksFile, "utf8")) : []
   const passed = checks.filter((c) => c.status === "SUCCESS").length

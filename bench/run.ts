@@ -1,6 +1,6 @@
 /**
- * `npm run bench`: Skald vs the official SDK client vs a raw JSON-lines client, over stdio,
- * against a raw server and an SDK server, in ONE run. Each client runs in its own process;
+ * `npm run bench`: Skald vs the official SDK client vs a raw client, over stdio and streamable
+ * HTTP, against a raw server and an SDK server of each, in ONE run (BENCH_SERVERS picks a subset). Each client runs in its own process;
  * the client order rotates every round; ratios are computed per round and their medians printed.
  */
 import * as ChildProcess from "node:child_process"
@@ -11,9 +11,9 @@ import type { Metrics } from "./clients/workload.js"
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
 const clients = ["skald", "sdk", "raw"] as const
-const servers = ["raw", "sdk"] as const
+const servers = (process.env.BENCH_SERVERS?.split(",") ?? ["raw", "sdk", "raw-http", "sdk-http"]) as ReadonlyArray<Server>
 type Client = (typeof clients)[number]
-type Server = (typeof servers)[number]
+type Server = "raw" | "sdk" | "raw-http" | "sdk-http"
 
 const here = Path.dirname(fileURLToPath(import.meta.url))
 
@@ -72,7 +72,13 @@ const spread = (xs: ReadonlyArray<number>) => {
 }
 
 for (const server of servers) {
-  console.log(`\n### Against the ${server === "raw" ? "raw JSON-lines" : "official SDK"} server (medians of ${rounds} rounds)\n`)
+  const label = {
+    raw: "the raw JSON-lines server, over stdio",
+    sdk: "the official SDK server, over stdio",
+    "raw-http": "the raw HTTP server (node:http, JSON answers), over streamable HTTP",
+    "sdk-http": "the official SDK's StreamableHTTPServerTransport (JSON answers), over streamable HTTP"
+  }[server]
+  console.log(`\n### Against ${label} (medians of ${rounds} rounds)\n`)
   console.log("| metric | Skald | SDK client | raw client | Skald/SDK | Skald/raw | spread (Skald) |")
   console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
   for (const { digits, key: k, label } of metrics) {

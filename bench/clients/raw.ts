@@ -3,9 +3,76 @@
  * event-loop turn, frames stdout by hand, keeps a Map of pending resolvers.
  */
 import * as ChildProcess from "node:child_process"
-import { type Driver, report, runWorkload, serverCommand } from "./workload.js"
+import * as Http from "node:http"
+import { type Driver, isHttp, report, runWorkload, serverCommand, startHttpServer } from "./workload.js"
+
+/** A raw HTTP client: node:http with a keep-alive agent, JSON bodies, the session header. */
+const connectHttp = async (): Promise<Driver> => {
+  const server = await startHttpServer(process.argv[2]!)
+  const agent = new Http.Agent({ keepAlive: true, maxSockets: 256 })
+  const url = new URL(server.url)
+  let session: string | undefined
+  let protocolVersion: string | undefined
+  let nextId = 0
+  const post = (message: Record<string, unknown>) =>
+    new Promise<any>((resolve, reject) => {
+      const body = JSON.stringify(message)
+      const req = Http.request({
+        agent,
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "content-length": Buffer.byteLength(body),
+          ...(session !== undefined ? { "mcp-session-id": session } : {}),
+          ...(protocolVersion !== undefined ? { "mcp-protocol-version": protocolVersion } : {})
+        }
+      }, (res) => {
+        const sid = res.headers["mcp-session-id"]
+        if (typeof sid === "string") session = sid
+        const chunks: Array<Buffer> = []
+        res.on("data", (c: Buffer) => chunks.push(c))
+        res.on("end", () => resolve(chunks.length === 0 ? undefined : JSON.parse(Buffer.concat(chunks).toString("utf8"))))
+      })
+      req.on("error", reject)
+      req.end(body)
+    })
+  const request = async (method: string, params: unknown) => {
+    const answer = await post({ jsonrpc: "2.0", id: nextId++, method, params })
+    if (answer.error) throw new Error(answer.error.message)
+    return answer.result
+  }
+  const init = await request("initialize", {
+    protocolVersion: "2025-11-25",
+    capabilities: {},
+    clientInfo: { name: "raw-bench", version: "1.0.0" }
+  })
+  protocolVersion = init.protocolVersion
+  await post({ jsonrpc: "2.0", method: "notifications/initialized" })
+  return {
+    call: async (name, args) => (await request("tools/call", { name, arguments: args })).content[0].text as string,
+    listAll: async () => {
+      let count = 0
+      let cursor: string | undefined
+      do {
+        const result = await request("tools/list", cursor === undefined ? {} : { cursor })
+        count += result.tools.length
+        cursor = result.nextCursor
+      } while (cursor !== undefined)
+      return count
+    },
+    close: async () => {
+      agent.destroy()
+      server.stop()
+    }
+  }
+}
 
 const connect = async (): Promise<Driver> => {
+  if (isHttp(process.argv[2] ?? "")) return connectHttp()
   const { args, command } = serverCommand(process.argv[2] ?? "raw")
   const child = ChildProcess.spawn(command, args, { stdio: ["pipe", "pipe", "inherit"] })
   const pending = new Map<number, { resolve: (v: any) => void; reject: (e: unknown) => void }>()

@@ -1,11 +1,15 @@
 /** The official SDK client (`@modelcontextprotocol/sdk`) over its stdio transport. */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { type Driver, report, runWorkload, serverCommand } from "./workload.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { type Driver, isHttp, report, runWorkload, serverCommand, startHttpServer } from "./workload.js"
 
 const connect = async (): Promise<Driver> => {
-  const { args, command } = serverCommand(process.argv[2] ?? "raw")
-  const transport = new StdioClientTransport({ command, args, stderr: "inherit" })
+  const kind = process.argv[2] ?? "raw"
+  const http = isHttp(kind) ? await startHttpServer(kind) : undefined
+  const transport = http !== undefined
+    ? new StreamableHTTPClientTransport(new URL(http.url))
+    : new StdioClientTransport({ ...serverCommand(kind), stderr: "inherit" })
   const client = new Client({ name: "sdk-bench", version: "1.0.0" })
   await client.connect(transport)
   return {
@@ -23,7 +27,10 @@ const connect = async (): Promise<Driver> => {
       } while (cursor !== undefined)
       return count
     },
-    close: () => client.close()
+    close: async () => {
+      await client.close()
+      http?.stop()
+    }
   }
 }
 

@@ -1,7 +1,8 @@
 /** Skald's client (`@skald/mcp`), running the workload natively in Effect. */
-import { McpClient, StdioTransport } from "@skald/mcp"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import { HttpTransport, McpClient, StdioTransport } from "@skald/mcp"
 import { Effect } from "effect"
-import { config, cpuMicros, now, report, serverCommand, summarize } from "./workload.js"
+import { config, cpuMicros, isHttp, now, report, serverCommand, startHttpServer, summarize } from "./workload.js"
 
 const text = (outcome: McpClient.CallOutcome): string => (outcome.result._tag === "Text" ? outcome.result.text : "")
 
@@ -9,9 +10,13 @@ const check = (outcome: McpClient.CallOutcome, expected: string) =>
   text(outcome) === expected ? Effect.void : Effect.die(new Error(`unexpected result ${text(outcome).slice(0, 80)}`))
 
 const program = Effect.gen(function*() {
-  const { args, command } = serverCommand(process.argv[2] ?? "raw")
+  const kind = process.argv[2] ?? "raw"
+  const http = isHttp(kind) ? yield* Effect.promise(() => startHttpServer(kind)) : undefined
+  if (http !== undefined) yield* Effect.addFinalizer(() => Effect.sync(http.stop))
   const t0 = now()
-  const client = yield* StdioTransport.client({ server: "bench", command, args })
+  const client = http !== undefined
+    ? yield* HttpTransport.client({ server: "bench", url: http.url }).pipe(Effect.provide(NodeHttpClient.layer))
+    : yield* StdioTransport.client({ server: "bench", ...serverCommand(kind) })
   const connectMs = now() - t0
   const call = (message: string) => Effect.flatMap(client.callTool("echo", { message }), (o) => check(o, message))
 

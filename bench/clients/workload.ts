@@ -2,6 +2,7 @@
  * The benchmark workload, shared by every client. A client implements `Driver` (Promise-based
  * for the SDK and raw clients); Skald runs the same phases natively in Effect (skald.ts).
  */
+import * as ChildProcess from "node:child_process"
 import { performance } from "node:perf_hooks"
 
 export const config = {
@@ -33,18 +34,36 @@ export interface Driver {
   readonly close: () => Promise<void>
 }
 
+const serversDir = new URL("../servers/", import.meta.url).pathname.replace(
+  /build\/root\/bench\/servers\/$/,
+  "bench/servers/"
+)
+
+/** The stdio server of a kind (`raw` or `sdk`). */
 export const serverCommand = (kind: string): { command: string; args: Array<string> } => {
-  const dir = new URL("../servers/", import.meta.url).pathname
-  const base = dir.replace(/build\/root\/bench\/servers\/$/, "bench/servers/")
   switch (kind) {
     case "raw":
-      return { command: process.execPath, args: [`${base}raw-server.mjs`] }
+      return { command: process.execPath, args: [`${serversDir}raw-server.mjs`] }
     case "sdk":
-      return { command: process.execPath, args: [`${base}sdk-server.mjs`] }
+      return { command: process.execPath, args: [`${serversDir}sdk-server.mjs`] }
     default:
-      throw new Error(`unknown server kind ${kind}`)
+      throw new Error(`unknown stdio server kind ${kind}`)
   }
 }
+
+/** True for the HTTP server kinds (`raw-http`, `sdk-http`). */
+export const isHttp = (kind: string) => kind.endsWith("-http")
+
+/** Starts an HTTP server of a kind on 127.0.0.1; resolves with its URL and a stop function. */
+export const startHttpServer = (kind: string): Promise<{ url: string; stop: () => void }> =>
+  new Promise((resolve, reject) => {
+    const file = kind === "raw-http" ? "raw-http-server.mjs" : kind === "sdk-http" ? "sdk-http-server.mjs" : undefined
+    if (file === undefined) return reject(new Error(`unknown HTTP server kind ${kind}`))
+    const child = ChildProcess.spawn(process.execPath, [`${serversDir}${file}`], { stdio: ["ignore", "pipe", "inherit"] })
+    child.stdout.setEncoding("utf8")
+    child.stdout.once("data", (line: string) => resolve({ url: line.trim(), stop: () => child.kill() }))
+    child.once("error", reject)
+  })
 
 export const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!

@@ -1,8 +1,13 @@
 /** Skald's client (`@skald/mcp`), running the workload natively in Effect. */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { HttpTransport, McpClient, StdioTransport } from "@skald/mcp"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { config, cpuMicros, isHttp, now, report, serverCommand, startHttpServer, summarize } from "./workload.js"
+
+// node:http with a keep-alive agent, as the CLI uses (NodeHttpClient.layer's agent does not keep alive).
+const keepAlive = NodeHttpClient.layerWithoutAgent.pipe(
+  Layer.provide(NodeHttpClient.makeAgentLayer({ keepAlive: true, maxSockets: 256 }))
+)
 
 const text = (outcome: McpClient.CallOutcome): string => (outcome.result._tag === "Text" ? outcome.result.text : "")
 
@@ -15,7 +20,7 @@ const program = Effect.gen(function*() {
   if (http !== undefined) yield* Effect.addFinalizer(() => Effect.sync(http.stop))
   const t0 = now()
   const client = http !== undefined
-    ? yield* HttpTransport.client({ server: "bench", url: http.url }).pipe(Effect.provide(NodeHttpClient.layer))
+    ? yield* HttpTransport.client({ server: "bench", url: http.url }).pipe(Effect.provide(keepAlive))
     : yield* StdioTransport.client({ server: "bench", ...serverCommand(kind) })
   const connectMs = now() - t0
   const call = (message: string) => Effect.flatMap(client.callTool("echo", { message }), (o) => check(o, message))

@@ -16,6 +16,14 @@ import * as Path from "node:path"
 import { UsageError } from "./CliError.js"
 import * as Settings from "./Settings.js"
 
+/**
+ * node:http with a keep-alive agent. (`NodeHttpClient.layer`'s agent does not keep connections
+ * alive, so every request would open a new TCP connection.)
+ */
+export const keepAliveHttpClient = NodeHttpClient.layerWithoutAgent.pipe(
+  Layer.provide(NodeHttpClient.makeAgentLayer({ keepAlive: true, maxSockets: 256 }))
+)
+
 /** The server command line given after `--` (empty when none was given). */
 export class ServerCommandLine extends Context.Tag("@skald/server/cli/ServerCommandLine")<
   ServerCommandLine,
@@ -69,7 +77,7 @@ export const clientLayer = (target: Http) =>
         apiKey = Redacted.make(value)
       }
       return HttpTransport.layerClient({ server: new URL(url).host, url, apiKey }, clientOptions).pipe(
-        Layer.provide(NodeHttpClient.layer)
+        Layer.provide(keepAliveHttpClient)
       )
     }
     if (Option.isSome(target.apiKeyEnv)) {

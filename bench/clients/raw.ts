@@ -6,6 +6,18 @@ import * as ChildProcess from "node:child_process"
 import * as Http from "node:http"
 import { type Driver, isHttp, report, runWorkload, serverCommand, startHttpServer } from "./workload.js"
 
+/** Follows tools/list's cursor to the end; the number of tools. */
+const countTools = async (request: (method: string, params: unknown) => Promise<any>) => {
+  let count = 0
+  let cursor: string | undefined
+  do {
+    const result = await request("tools/list", cursor === undefined ? {} : { cursor })
+    count += result.tools.length
+    cursor = result.nextCursor
+  } while (cursor !== undefined)
+  return count
+}
+
 /** A raw HTTP client: node:http with a keep-alive agent, JSON bodies, the session header. */
 const connectHttp = async (): Promise<Driver> => {
   const server = await startHttpServer(process.argv[2]!)
@@ -54,16 +66,7 @@ const connectHttp = async (): Promise<Driver> => {
   await post({ jsonrpc: "2.0", method: "notifications/initialized" })
   return {
     call: async (name, args) => (await request("tools/call", { name, arguments: args })).content[0].text as string,
-    listAll: async () => {
-      let count = 0
-      let cursor: string | undefined
-      do {
-        const result = await request("tools/list", cursor === undefined ? {} : { cursor })
-        count += result.tools.length
-        cursor = result.nextCursor
-      } while (cursor !== undefined)
-      return count
-    },
+    listAll: () => countTools(request),
     close: async () => {
       agent.destroy()
       server.stop()
@@ -127,16 +130,7 @@ const connect = async (): Promise<Driver> => {
       const result = await request("tools/call", { name, arguments: args })
       return result.content[0].text as string
     },
-    listAll: async () => {
-      let count = 0
-      let cursor: string | undefined
-      do {
-        const result = await request("tools/list", cursor === undefined ? {} : { cursor })
-        count += result.tools.length
-        cursor = result.nextCursor
-      } while (cursor !== undefined)
-      return count
-    },
+    listAll: () => countTools(request),
     close: async () => {
       child.stdin.end()
       await new Promise((resolve) => child.once("exit", resolve))

@@ -258,6 +258,14 @@ describe("skald CLI over stdio", () => {
     assert.include(r.stdout, "User completed the URL elicitation flow")
   })
 
+  it("after --elicit accepts a URL elicitation, the server's completion notification is reported", async () => {
+    const server = fixture("elicit")
+    const r = await run(["call", "url_flow", "--elicit", JSON.stringify({ action: "accept" }), "--", server.command, ...server.args])
+    assert.strictEqual(r.status, 0, r.stderr)
+    assert.match(r.stderr, /asks you to open http:\/\/127\.0\.0\.1:\d+\//)
+    assert.match(r.stderr, /the server says the URL flow .+ is complete/)
+  })
+
   it("an isError result is printed on stdout and exits 1", async () => {
     const server = fixture("echo")
     const r = await run(["call", "fail", "--", server.command, ...server.args])

@@ -110,7 +110,7 @@ const call = Command.make(
       const params = Option.isSome(args) ? yield* parseArgs(args.value) : {}
       const problems = Elicit.makeProblems()
       const handler = Option.isSome(elicit)
-        ? Elicit.fromAnswer(yield* Elicit.readAnswer(elicit.value), problems)
+        ? Elicit.fromAnswer(yield* Elicit.readAnswer(elicit.value), problems, yield* Effect.scope)
         : process.stdin.isTTY === true
         ? Elicit.terminal
         : Elicit.declining
@@ -139,7 +139,7 @@ const call = Command.make(
       if (outcome.result._tag !== "Task" && outcome.result.isError) {
         return yield* new ExitWith({ status: ExitStatus.ToolError })
       }
-    }).pipe(reportFailures)
+    }).pipe(Effect.scoped, reportFailures)
 ).pipe(
   Command.withDescription(
     "Call one tool of an MCP server: skald call TOOL [--args JSON] [--timeout S] [--json] [--media-dir DIR] " +

@@ -8,6 +8,7 @@
 import { Elicitation } from "@skald/mcp"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import type * as Scope from "effect/Scope"
 import * as Fs from "node:fs"
 import * as Readline from "node:readline"
 import { UsageError } from "./CliError.js"
@@ -64,15 +65,23 @@ export const makeProblems = (): Problems => {
   return { add: (m) => void list.push(m), first: () => list[0] }
 }
 
-/** Answers every elicitation of the call with the same given answer. */
-export const fromAnswer = (answer: Answer, problems: Problems): Elicitation.Handler => ({
+/**
+ * Answers every elicitation of the call with the same given answer. After accepting a URL
+ * elicitation it waits, in `scope` (the call's), for the server's completion notification and
+ * says so on stderr; the call's own result ends the wait.
+ */
+export const fromAnswer = (answer: Answer, problems: Problems, scope: Scope.Scope): Elicitation.Handler => ({
   url: true,
   elicit: (request) =>
     Effect.gen(function*() {
       yield* say(`skald: ${describe(request)}`)
       if (answer.action !== "accept" || request._tag === "Url") {
         if (request._tag === "Url" && answer.action === "accept") {
-          yield* say("skald: answered that you opened it")
+          yield* say("skald: answered that you opened it; waiting for the server to say the flow is complete")
+          yield* request.completed.pipe(
+            Effect.zipRight(say(`skald: the server says the URL flow ${request.elicitationId} is complete`)),
+            Effect.forkIn(scope)
+          )
         }
         return { action: answer.action }
       }

@@ -80,6 +80,8 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
     let closed = false
     /** Requests in flight, by id: their POST fibers (aborted on cancellation). */
     const inflight = new Map<JsonRpc.RequestId, Fiber.RuntimeFiber<unknown, never>>()
+    /** Notification and answer POSTs under way: closing waits for them (bounded). */
+    const notifying = new Set<Fiber.RuntimeFiber<unknown, never>>()
     /** Later messages wait until `notifications/initialized` was accepted (ordering). */
     let gate: Deferred.Deferred<void> | undefined
     let reinitCount = 0
@@ -136,31 +138,65 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
       Effect.gen(function*() {
         let lastEventId: string | undefined
         let retry: Duration.Duration | undefined
-        let tooLarge: Sse.SseError | undefined
+        let tooLarge = false
+        // A guard against unbounded buffering: bytes that arrived since the last complete event.
+        let bytesSinceEvent = 0
         const parser = Sse.makeParser((event) => {
+          bytesSinceEvent = 0
           if (event._tag === "Retry") {
             retry = event.duration
             if (event.lastEventId !== undefined) lastEventId = event.lastEventId
             return
           }
           if (event.id !== undefined) lastEventId = event.id
-          onEvent(event)
+          // The parser bounds events in characters; the limit is in bytes.
+          if (event.data.length * 3 > maxBytes && Buffer.byteLength(event.data, "utf8") > maxBytes) {
+            tooLarge = true
+            return
+          }
+          if (!tooLarge) onEvent(event)
         }, { maxEventSize: maxBytes })
+        const decoder = new TextDecoder()
         yield* response.stream.pipe(
-          Stream.decodeText(),
-          Stream.runForEach((chunk) =>
+          Stream.runForEach((bytes) =>
             Effect.suspend(() => {
-              const error = parser.feed(chunk)
-              if (error !== undefined) {
-                tooLarge = error
-                return Effect.fail(error)
+              bytesSinceEvent += bytes.length
+              if (
+                bytesSinceEvent > maxBytes || parser.feed(decoder.decode(bytes, { stream: true })) !== undefined ||
+                tooLarge
+              ) {
+                tooLarge = true
+                return Effect.fail("too large")
               }
               return Effect.void
             })
           ),
           Effect.catchAll(() => Effect.void)
         )
-        return { lastEventId, retry, tooLarge: tooLarge !== undefined }
+        return { lastEventId, retry, tooLarge }
+      })
+
+    /** Reads a body up to `maxBytes`; `undefined` past it (reading stops there). */
+    const readCapped = (response: HttpClientResponse.HttpClientResponse) =>
+      Effect.gen(function*() {
+        const chunks: Array<Uint8Array> = []
+        let size = 0
+        let over = false
+        yield* response.stream.pipe(
+          Stream.runForEach((bytes) =>
+            Effect.suspend(() => {
+              size += bytes.length
+              if (size > maxBytes) {
+                over = true
+                return Effect.fail("too large")
+              }
+              chunks.push(bytes)
+              return Effect.void
+            })
+          ),
+          Effect.catchAll(() => Effect.void)
+        )
+        return over ? undefined : Buffer.concat(chunks).toString("utf8")
       })
 
     const onMessageEvent = (seen?: (id: JsonRpc.RequestId) => void) => (event: Sse.Event) => {
@@ -268,8 +304,8 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
           return
         }
         if (type.startsWith("application/json")) {
-          const text = yield* response.text.pipe(Effect.orElseSucceed(() => ""))
-          if (text.length > maxBytes) {
+          const text = yield* readCapped(response)
+          if (text === undefined) {
             return yield* Effect.sync(() =>
               incoming.unsafeDone(Exit.fail(new McpError.McpMessageTooLarge({ server, limitBytes: maxBytes })))
             )
@@ -303,6 +339,8 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
         if (type.startsWith("text/event-stream")) yield* readSse(response, () => {})
         else yield* response.text.pipe(Effect.ignore)
         yield* Effect.scoped(execute(postTo(url, JsonRpc.notification("notifications/initialized"))))
+        // The new session gets its own GET stream at once (the old one belonged to the old session).
+        yield* startListening
       }).pipe(Effect.scoped))
 
     // --- the GET stream: server-initiated messages, resumed when it drops ---------------------
@@ -333,6 +371,12 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
       Effect.scoped,
       Effect.catchAll((error) => log("warning", `the GET stream failed: ${error.message}`))
     )
+
+    let listening: Fiber.RuntimeFiber<void, never> | undefined
+    const startListening = Effect.gen(function*() {
+      if (listening !== undefined) yield* Fiber.interrupt(listening)
+      listening = yield* FiberSet.run(fibers, listen)
+    })
 
     // --- legacy HTTP+SSE: GET the stream, wait for its `endpoint`, POST there ------------------
     const openLegacy = () =>
@@ -385,7 +429,7 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
         yield* post(message).pipe(Effect.catchAll((error) => fail(isRequest(message) ? message.id : undefined, error)))
         if (opened !== undefined) {
           Deferred.unsafeDone(opened, Exit.void)
-          if (legacyEndpoint === undefined) yield* FiberSet.run(fibers, listen)
+          if (legacyEndpoint === undefined) yield* startListening
         }
       }).pipe(
         Effect.ensuring(Effect.sync(() => {
@@ -395,12 +439,23 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
       const running = Runtime.runFork(runtime)(work)
       FiberSet.unsafeAdd(fibers, running)
       if (isRequest(message)) inflight.set(message.id, running)
+      else {
+        // Notifications (a last notifications/cancelled) still go out when the scope closes.
+        notifying.add(running)
+        running.addObserver(() => notifying.delete(running))
+      }
     }
 
     // Closing: stop every exchange, then end the session with a DELETE (bounded).
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
         closed = true
+        // Let what was already sent — a cancellation, an answer — reach the server, then stop the rest.
+        yield* Fiber.awaitAll([...notifying]).pipe(
+          Effect.interruptible,
+          Effect.timeout(options.closeTimeout ?? "2 seconds"),
+          Effect.ignore
+        )
         yield* FiberSet.clear(fibers)
         if (sessionId !== undefined && legacyEndpoint === undefined) {
           yield* execute(HttpClientRequest.del(url).pipe(HttpClientRequest.setHeaders(headers(false)))).pipe(

@@ -79,7 +79,7 @@ export interface ToolList {
 
 /** Per-request options. */
 export interface RequestOptions {
-  /** Overrides the client's timeout for this request (for a task: for each of its short requests). */
+  /** Overrides the client's timeout for this request (for a task: for the call that creates it). */
   readonly timeout?: Duration.DurationInput | undefined
   /** Told each status of a task-augmented call while it is polled. */
   readonly onTaskStatus?: ((progress: TaskPoller.TaskProgress) => Effect.Effect<void>) | undefined
@@ -219,7 +219,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
      */
     const abandon = (entry: Pending, reason: string): boolean => {
       if (pending.get(entry.id) !== entry) return false
-      if (entry.late !== undefined && !entry.orphaned && reason === STOP_REASON) {
+      if (entry.late !== undefined && !entry.orphaned) {
         // Wait briefly for the task handle, so the task can be cancelled (DESIGN §2).
         const late = entry.late
         entry.orphaned = true
@@ -240,8 +240,10 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
 
     const expire = (entry: Pending) => {
       if (entry.orphaned) return settle(entry)
+      // Taken before abandoning: a task call that times out keeps listening for its handle.
+      const resume = entry.resume
       if (abandon(entry, TIMEOUT_REASON)) {
-        entry.resume(Exit.fail(new McpError.McpTimeout({ server, method: entry.method, timeoutMillis: entry.timeoutMillis })))
+        resume(Exit.fail(new McpError.McpTimeout({ server, method: entry.method, timeoutMillis: entry.timeoutMillis })))
       }
     }
 
@@ -282,6 +284,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       }
     })
 
+    const taskSignals = TaskPoller.makeStatusSignals()
+
     const closeWith = (error: McpError.McpConnectionError) =>
       Effect.sync(() => {
         if (closed !== undefined) return
@@ -290,6 +294,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
         pending.clear()
         deadlines.clear()
         for (const entry of entries) entry.resume(Exit.fail(error))
+        // Task pollers asleep between polls wake up and find the connection closed.
+        taskSignals.notifyAll()
       })
 
     /**
@@ -356,8 +362,6 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     const events = yield* PubSub.unbounded<JsonRpc.Notification>()
     const notifications = yield* PubSub.unbounded<JsonRpc.Notification>()
     yield* Effect.addFinalizer(() => Effect.zipRight(PubSub.shutdown(events), PubSub.shutdown(notifications)))
-
-    const taskSignals = TaskPoller.makeStatusSignals()
 
     // --- server requests: each in its own fiber, keyed by id so `notifications/cancelled` can stop it
     const handlers = yield* FiberMap.make<JsonRpc.RequestId>()

@@ -72,6 +72,8 @@ export interface Engine {
 export interface StatusSignals {
   /** Called by the engine's reader for each `notifications/tasks/status`. */
   readonly notify: (taskId: string) => void
+  /** Wakes every waiting poller (the connection closed: their next request fails at once). */
+  readonly notifyAll: () => void
   /** Waits until a status notification for `taskId` arrives or `millis` pass. */
   readonly wait: (taskId: string, millis: number) => Effect.Effect<void>
 }
@@ -82,6 +84,9 @@ export const makeStatusSignals = (): StatusSignals => {
     notify: (taskId) => {
       const waiter = waiters.get(taskId)
       if (waiter !== undefined) Deferred.unsafeDone(waiter, Exit.void)
+    },
+    notifyAll: () => {
+      for (const waiter of waiters.values()) Deferred.unsafeDone(waiter, Exit.void)
     },
     wait: (taskId, millis) =>
       Effect.suspend(() => {

@@ -1,13 +1,11 @@
 /** Skald's client (`@skald/mcp`), running the workload natively in Effect. */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { HttpTransport, McpClient, StdioTransport } from "@skald/mcp"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { config, cpuMicros, isHttp, now, report, serverCommand, startHttpServer, summarize } from "./workload.js"
 
-// node:http with a keep-alive agent, as the CLI uses (NodeHttpClient.layer's agent does not keep alive).
-const keepAlive = NodeHttpClient.layerWithoutAgent.pipe(
-  Layer.provide(NodeHttpClient.makeAgentLayer({ keepAlive: true, maxSockets: 256 }))
-)
+// undici, as the CLI uses (see packages/server/src/cli/Target.ts for why).
+const keepAlive = NodeHttpClient.layerUndici
 
 const text = (outcome: McpClient.CallOutcome): string => (outcome.result._tag === "Text" ? outcome.result.text : "")
 
@@ -20,7 +18,7 @@ const program = Effect.gen(function*() {
   if (http !== undefined) yield* Effect.addFinalizer(() => Effect.sync(http.stop))
   const t0 = now()
   const client = http !== undefined
-    ? yield* HttpTransport.client({ server: "bench", url: http.url }).pipe(Effect.provide(keepAlive))
+    ? yield* HttpTransport.client({ server: "bench", url: http.url })
     : yield* StdioTransport.client({ server: "bench", ...serverCommand(kind) })
   const connectMs = now() - t0
   const call = (message: string) => Effect.flatMap(client.callTool("echo", { message }), (o) => check(o, message))
@@ -71,4 +69,5 @@ const program = Effect.gen(function*() {
   return { connectMs, tools, latencies, seqElapsed, c64, c256, cpuUsPerCall, bigMBps, lists }
 })
 
-report(summarize(await Effect.runPromise(Effect.scoped(program))))
+// The HTTP client lives as long as the whole run (a layer provided to one effect ends with it).
+report(summarize(await Effect.runPromise(Effect.scoped(program).pipe(Effect.provide(keepAlive)))))

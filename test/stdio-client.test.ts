@@ -35,51 +35,6 @@ layer(clientLayer("echo", fixture("echo")), { excludeTestServices: true })("echo
       assert.deepStrictEqual(echo.inputSchema.required, ["message"])
     }))
 
-  it.effect("echo answers a Text result", () =>
-    Effect.gen(function*() {
-      const client = yield* McpClient.McpClient
-      const outcome = yield* client.callTool("echo", { message: "hello, ünïcode ✓" })
-      const text = expectText(outcome.result)
-      assert.strictEqual(text.text, "hello, ünïcode ✓")
-      assert.isFalse(text.isError)
-      assert.deepStrictEqual(outcome.wire.content, [{ type: "text", text: "hello, ünïcode ✓" }])
-    }))
-
-  it.effect("an isError result succeeds and keeps isError", () =>
-    Effect.gen(function*() {
-      const client = yield* McpClient.McpClient
-      const outcome = yield* client.callTool("fail", { why: "on purpose" })
-      const text = expectText(outcome.result)
-      assert.isTrue(text.isError)
-      assert.strictEqual(text.text, "the tool failed: on purpose")
-      assert.strictEqual(outcome.wire.isError, true)
-    }))
-
-  it.effect("an unknown tool fails with McpUnknownTool naming the tools on offer", () =>
-    Effect.gen(function*() {
-      const client = yield* McpClient.McpClient
-      const error = yield* Effect.flip(client.callTool("no-such-tool", {}))
-      assert.instanceOf(error, McpError.McpUnknownTool)
-      assert.strictEqual(error.tool, "no-such-tool")
-      assert.strictEqual(error.server, "echo")
-      assert.deepStrictEqual([...error.available], ["echo", "fail", "log", "ping_client", "ask_roots"])
-    }))
-
-
-  it.effect("answers the server's ping", () =>
-    Effect.gen(function*() {
-      const client = yield* McpClient.McpClient
-      const outcome = yield* client.callTool("ping_client")
-      assert.strictEqual(expectText(outcome.result).text, "the client answered ping with {}")
-    }))
-
-  it.effect("answers a server request it has no handler for with method not found", () =>
-    Effect.gen(function*() {
-      const client = yield* McpClient.McpClient
-      const outcome = yield* client.callTool("ask_roots")
-      assert.strictEqual(expectText(outcome.result).text, "roots/list failed with code -32601")
-    }))
-
   it.effect("300 concurrent calls each get their own answer", () =>
     Effect.gen(function*() {
       const client = yield* McpClient.McpClient
@@ -238,21 +193,6 @@ layer(clientLayer("media", fixture("media")), { excludeTestServices: true })("me
 })
 
 describe("pagination fixture", () => {
-  it.scopedLive("follows nextCursor through 50 pages and returns all 5,000 tools", () =>
-    Effect.gen(function*() {
-      const client = yield* connect("paginated", fixture("paginated"))
-      const list = yield* client.refreshTools
-      assert.strictEqual(list.tools.length, 5000)
-      assert.strictEqual(list.wire.length, 5000)
-      const names = list.tools.map((t) => t.name)
-      assert.strictEqual(new Set(names).size, 5000)
-      assert.strictEqual(names[0], "tool-00000")
-      assert.strictEqual(names[4999], "tool-04999")
-      assert.deepStrictEqual(names, Array.from({ length: 5000 }, (_, i) => `tool-${String(i).padStart(5, "0")}`))
-      const outcome = yield* client.callTool("tool-04999")
-      assert.strictEqual(expectText(outcome.result).text, "called tool-04999")
-    }))
-
   it.live("a cursor that never clears stops at 50 pages with a warning and keeps what it read", () =>
     Effect.gen(function*() {
       const logs = makeLogCapture()

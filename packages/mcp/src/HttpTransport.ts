@@ -177,8 +177,16 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
       })
 
     /** Reads a body up to `maxBytes`; `undefined` past it (reading stops there). */
-    const readCapped = (response: HttpClientResponse.HttpClientResponse) =>
-      Effect.gen(function*() {
+    const readCapped = (response: HttpClientResponse.HttpClientResponse) => {
+      // A declared length within the limit is read whole (the common case, and the cheap one).
+      const declared = Number(response.headers["content-length"])
+      if (Number.isFinite(declared) && declared <= maxBytes) {
+        return Effect.map(response.arrayBuffer, (bytes) =>
+          bytes.byteLength > maxBytes ? undefined : Buffer.from(bytes).toString("utf8")).pipe(
+          Effect.orElseSucceed(() => "")
+        )
+      }
+      return Effect.gen(function*() {
         const chunks: Array<Uint8Array> = []
         let size = 0
         let over = false
@@ -198,6 +206,7 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
         )
         return over ? undefined : Buffer.concat(chunks).toString("utf8")
       })
+    }
 
     const onMessageEvent = (seen?: (id: JsonRpc.RequestId) => void) => (event: Sse.Event) => {
       if (event.event !== "message" && event.event !== "") return

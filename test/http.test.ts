@@ -11,6 +11,7 @@ import { McpError } from "@skald/domain"
 import { McpClient } from "@skald/mcp"
 import { Effect, Exit, Fiber, Layer } from "effect"
 import { execFile } from "node:child_process"
+import * as Http from "node:http"
 import * as Path from "node:path"
 import { PNG_SIGNATURE } from "./fixtures/media-bytes.js"
 import {
@@ -646,4 +647,37 @@ describe("skald CLI over --http", () => {
       assert.strictEqual(r.stdout, "")
       assert.include(r.stderr.split("\n")[0]!, "api key")
     }))
+})
+
+describe("closing is bounded", () => {
+  it.scopedLive("a server that never answers the closing DELETE does not hold the scope past closeTimeout", () =>
+    Effect.gen(function*() {
+      // A minimal server on loopback: initialize answered, notifications accepted, DELETE never answered.
+      const deletes: Array<string | undefined> = []
+      const server = Http.createServer((req, res) => {
+        if (req.method === "DELETE") return void deletes.push(req.headers["mcp-session-id"] as string | undefined)
+        if (req.method === "GET") return void res.writeHead(405).end()
+        let body = ""
+        req.on("data", (c) => (body += String(c)))
+        req.on("end", () => {
+          const m = JSON.parse(body) as { id?: number; params?: { protocolVersion?: string } }
+          if (m.id === undefined) return void res.writeHead(202).end()
+          res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "s-1" }).end(JSON.stringify({
+            jsonrpc: "2.0",
+            id: m.id,
+            result: { protocolVersion: m.params?.protocolVersion, capabilities: {}, serverInfo: { name: "mute-delete" } }
+          }))
+        })
+      })
+      yield* Effect.acquireRelease(
+        Effect.async<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
+        () => Effect.sync(() => server.closeAllConnections()).pipe(Effect.zipRight(Effect.sync(() => server.close())))
+      )
+      const { port } = server.address() as { port: number }
+      yield* Effect.scoped(connectHttp("mute-delete", `http://127.0.0.1:${port}/mcp`, {
+        transport: { closeTimeout: "300 millis" }
+      }))
+      // The scope above closed although the DELETE was never answered (the test's timeout would catch a hang).
+      assert.deepStrictEqual(deletes, ["s-1"])
+    }), { timeout: 15_000 })
 })

@@ -467,8 +467,10 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
         )
         yield* FiberSet.clear(fibers)
         if (sessionId !== undefined && legacyEndpoint === undefined) {
+          // Finalizers run uninterruptibly: the DELETE must be interruptible for its bound to hold.
           yield* execute(HttpClientRequest.del(url).pipe(HttpClientRequest.setHeaders(headers(false)))).pipe(
             Effect.scoped,
+            Effect.interruptible,
             Effect.timeout(options.closeTimeout ?? "2 seconds"),
             Effect.ignore
           )

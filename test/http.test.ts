@@ -269,6 +269,23 @@ describe("session expiry", () => {
     }))
 })
 
+describe("tasks across a session expiry", () => {
+  it.scopedLive("a task of the expired session fails with a typed error that says so, not a retry against the new one", () =>
+    Effect.gen(function*() {
+      // session-1 carries initialized, tools/list and the task's tools/call; its first tasks/get finds it gone.
+      const hostile = yield* startHostile("expire", { FIXTURE_EXPIRE_AFTER: "3" })
+      const client = yield* connectHttp("expire-task", hostile.url, {
+        client: { pollIntervalBounds: { min: "100 millis", max: "1 second" } }
+      }).pipe(makeLogCapture().provide)
+      const error = expectHttpError(yield* Effect.flip(client.callTool("task", {})))
+      assert.include(error.message, "task task-1 belonged to a session that expired")
+      assert.deepStrictEqual(hostile.ofEvent("initialize").map((r) => r.sessionId), ["session-1", "session-2"])
+      // The stale task was never asked about on the new session.
+      const onNewSession = hostile.ofEvent("request").filter((r) => r.sessionId === "session-2").flatMap(methodsOf)
+      assert.notInclude(onNewSession, "tasks/get")
+    }), { timeout: 30_000 })
+})
+
 describe("session expiry on the SDK server", () => {
   for (const mode of ["stateful", "json"] as const) {
     it.scopedLive(`${mode}: after a transparent new session, the call succeeds and the server can still reach the client`, () =>
@@ -412,7 +429,7 @@ describe("bad answers are typed errors", () => {
       assert.strictEqual(error.url, hostile.url)
       assert.include(error.message, hostile.url)
       // The connection is still usable afterwards.
-      assert.deepStrictEqual((yield* client.refreshTools).tools.map((t) => t.name), ["echo", "wait"])
+      assert.deepStrictEqual((yield* client.refreshTools).tools.map((t) => t.name), ["echo", "wait", "task"])
       return error
     })
 

@@ -102,6 +102,20 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
     const httpError = (reason: string, status?: number) =>
       new McpError.McpHttpError({ server, url, reason, ...(status !== undefined ? { status } : {}) })
 
+    // Tasks live in the session that created them: after a new session, the old ones are gone.
+    const taskSessions = new Map<string, string | undefined>()
+    const noteTask = (result: unknown) => {
+      if (!isObject(result)) return
+      const task = isObject(result.task) ? result.task : result
+      if (typeof task.taskId === "string" && typeof task.status === "string") taskSessions.set(task.taskId, sessionId)
+    }
+    const staleTask = (message: JsonRpc.Message): string | undefined => {
+      if (!isRequest(message) || !message.method.startsWith("tasks/") || !isObject(message.params)) return undefined
+      const taskId = message.params.taskId
+      if (typeof taskId !== "string" || !taskSessions.has(taskId)) return undefined
+      return taskSessions.get(taskId) !== sessionId ? taskId : undefined
+    }
+
     /** Hands one parsed JSON value (a message or a batch) to the engine. */
     const deliver = (value: unknown, seen?: (id: JsonRpc.RequestId) => void) => {
       for (const item of Array.isArray(value) ? value : [value]) {
@@ -116,6 +130,9 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
           if (initialize !== undefined && id === initialize.id && "result" in message.message) {
             const result = message.message.result
             if (isObject(result) && typeof result.protocolVersion === "string") protocolVersion = result.protocolVersion
+          } else if ("result" in message.message && isObject(message.message.result)) {
+            const result = message.message.result
+            if ("task" in result || "taskId" in result) noteTask(result)
           }
         }
         incoming.unsafeOffer(message)
@@ -265,6 +282,13 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
     const post = (message: JsonRpc.Message, retried = false): Effect.Effect<void, McpError.McpHttpError> =>
       Effect.gen(function*() {
         const id = isRequest(message) ? message.id : undefined
+        const stale = staleTask(message)
+        if (stale !== undefined) {
+          return yield* fail(
+            id,
+            httpError(`task ${stale} belonged to a session that expired; the server has forgotten it — call the tool again`)
+          )
+        }
         const isInit = isRequest(message) && message.method === "initialize"
         const usedSession = sessionId
         const response = yield* execute(postTo(legacyEndpoint ?? url, message))

@@ -35,27 +35,6 @@ layer(clientLayer("echo", fixture("echo")), { excludeTestServices: true })("echo
       assert.deepStrictEqual(echo.inputSchema.required, ["message"])
     }))
 
-  it.effect("300 concurrent calls each get their own answer", () =>
-    Effect.gen(function*() {
-      const client = yield* McpClient.McpClient
-      const messages = Array.from({ length: 300 }, (_, i) => `message #${i} ${"·".repeat(i % 17)}`)
-      const answers = yield* Effect.forEach(
-        messages,
-        (message) => Effect.map(client.callTool("echo", { message }), (o) => expectText(o.result).text),
-        { concurrency: "unbounded" }
-      )
-      assert.deepStrictEqual(answers, messages)
-    }))
-
-  it.effect("a 1 MiB answer of multi-byte characters arrives intact across pipe chunks", () =>
-    Effect.gen(function*() {
-      const client = yield* McpClient.McpClient
-      const message = "é✓😀 line\r\n".repeat(Math.ceil((1024 * 1024) / 15))
-      const outcome = yield* client.callTool("echo", { message })
-      const text = expectText(outcome.result).text
-      assert.strictEqual(text.length, message.length)
-      assert.isTrue(text === message)
-    }))
 })
 
 describe("echo fixture", () => {

@@ -27,3 +27,6 @@ export * as ToolName from "./ToolName.js"
 
 /** The host-side Text | Json result with `toWire` and `kind`. */
 export * as ToolResult from "./ToolResult.js"
+
+/** A registered server (its stored entry) and its status summary. */
+export * as McpServerEntry from "./McpServerEntry.js"

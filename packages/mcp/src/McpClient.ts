@@ -129,6 +129,11 @@ export interface Service {
   readonly events: Stream.Stream<JsonRpc.Notification>
   /** Protocol notifications the engine does not consume itself (progress, resources/updated, …). */
   readonly notifications: Stream.Stream<JsonRpc.Notification>
+  /**
+   * Waits until the connection has ended — the server exited, the transport failed, or the
+   * scope closed — and returns why. Every request still pending has failed with that reason.
+   */
+  readonly closed: Effect.Effect<McpError.McpConnectionError>
 }
 
 /** The client of one MCP server. */
@@ -286,10 +291,12 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
 
     const taskSignals = TaskPoller.makeStatusSignals()
 
+    const closedSignal = yield* Deferred.make<McpError.McpConnectionError>()
     const closeWith = (error: McpError.McpConnectionError) =>
       Effect.sync(() => {
         if (closed !== undefined) return
         closed = error
+        Deferred.unsafeDone(closedSignal, Exit.succeed(error))
         const entries = [...pending.values()]
         pending.clear()
         deadlines.clear()
@@ -811,7 +818,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
           request(method, params, options)),
       notify,
       events: Stream.fromPubSub(events),
-      notifications: Stream.fromPubSub(notifications)
+      notifications: Stream.fromPubSub(notifications),
+      closed: Deferred.await(closedSignal)
     } satisfies Service
   })
 

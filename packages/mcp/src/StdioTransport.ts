@@ -224,7 +224,7 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
       })
     }
 
-    return { server, kind: "stdio", send, incoming } satisfies Service
+    return { server, kind: "stdio", pid, send, incoming } satisfies Service
   })
 
 const preview = (line: string): string => {

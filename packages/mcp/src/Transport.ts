@@ -15,6 +15,8 @@ export interface Service {
   readonly server: string
   /** `stdio` or `http`. */
   readonly kind: "stdio" | "http"
+  /** The server's process id (stdio only). */
+  readonly pid?: number | undefined
   /**
    * Queues one message for the peer, synchronously (the engine calls it on its hot path and in
    * interruption handlers). Never blocks on the peer: writes of one event-loop turn are batched.

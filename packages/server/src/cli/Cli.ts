@@ -11,28 +11,17 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
+import { reportFailures, stdout } from "./Io.js"
 import * as Elicit from "./Elicit.js"
+import * as McpCommands from "./McpCommands.js"
 import * as Output from "./Output.js"
+import * as SecretCommands from "./SecretCommands.js"
+import * as Serve from "./Serve.js"
 import * as Target from "./Target.js"
 import * as TaskProgress from "./TaskProgress.js"
 
 /** How long `skald tools` waits for `tools/list_changed` after a listing before it prints. */
 export const TOOLS_QUIET_PERIOD = Duration.millis(300)
-
-const stdout = (text: string) => Effect.sync(() => void process.stdout.write(text.endsWith("\n") ? text : `${text}\n`))
-const stderr = (text: string) => Effect.sync(() => void process.stderr.write(`${text}\n`))
-
-/** Prints what went wrong on stderr (first line: what happened and what to do) and ends with status 2. */
-const reportFailures = <A, R>(effect: Effect.Effect<A, unknown, R>): Effect.Effect<A, ExitWith, R> =>
-  effect.pipe(
-    Effect.catchAll((error) => {
-      if (error instanceof ExitWith) return Effect.fail(error)
-      const message = typeof error === "object" && error !== null && "message" in error
-        ? String((error as { message: unknown }).message)
-        : String(error)
-      return Effect.zipRight(stderr(`skald: ${message}`), Effect.fail(new ExitWith({ status: ExitStatus.Failure })))
-    })
-  )
 
 /**
  * Runs `use` with a client of the command line's target, closing it afterwards. The client
@@ -150,7 +139,7 @@ const call = Command.make(
 /** The root command. */
 export const command = Command.make("skald").pipe(
   Command.withDescription("Skald, an Effect-native MCP host. Options come before `--`; the server's command line after it."),
-  Command.withSubcommands([tools, call])
+  Command.withSubcommands([tools, call, McpCommands.command, SecretCommands.command, Serve.command])
 )
 
 /** Parses and runs a command line (argv without node and the script, already split at `--`). */

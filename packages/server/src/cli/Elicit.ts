@@ -107,7 +107,7 @@ export const declining: Elicitation.Handler = {
 // --- the terminal prompt ----------------------------------------------------------------
 
 /** Reads one line from the terminal; masked input echoes nothing. `undefined` at end of input. */
-const readLine = (prompt: string, masked: boolean): Effect.Effect<string | undefined> =>
+export const readLine = (prompt: string, masked: boolean): Effect.Effect<string | undefined> =>
   Effect.async<string | undefined>((resume) => {
     const input = process.stdin
     const output = process.stderr

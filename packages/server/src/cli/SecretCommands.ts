@@ -1,0 +1,62 @@
+/**
+ * `skald secret set|list|rm`: the secret store. Values are read from stdin (one trailing newline
+ * stripped) or a masked prompt on a terminal — never from argv, which other users can see.
+ *
+ * @since 0.1.0
+ */
+import { Args, Command } from "@effect/cli"
+import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
+import { SecretStore } from "../host/SecretStore.js"
+import * as SecretStoreModule from "../host/SecretStore.js"
+import { UsageError } from "./CliError.js"
+import * as Elicit from "./Elicit.js"
+import * as Host from "./Host.js"
+import { reportFailures, stderr, stdout } from "./Io.js"
+
+const secretName = Args.text({ name: "NAME" }).pipe(Args.withDescription("The secret's name, as referenced by ${NAME}."))
+
+const readStdin = Effect.async<string>((resume) => {
+  const chunks: Array<Buffer> = []
+  process.stdin.on("data", (chunk: Buffer) => chunks.push(chunk))
+  process.stdin.once("end", () => resume(Effect.succeed(Buffer.concat(chunks).toString("utf8"))))
+  process.stdin.resume()
+})
+
+const readValue = (name: string) =>
+  process.stdin.isTTY === true
+    ? Effect.map(Elicit.readLine(`${name} (input hidden): `, true), (line) => line ?? "")
+    : Effect.map(readStdin, (text) => text.replace(/\r?\n$/, ""))
+
+const set = Command.make("set", { name: secretName, home: Host.home }, ({ home, name }) =>
+  Effect.gen(function*() {
+    if (!SecretStoreModule.isValidName(name)) {
+      return yield* new UsageError({ message: `invalid secret name ${JSON.stringify(name)}: use letters, digits and '_', not starting with a digit` })
+    }
+    const value = yield* readValue(name)
+    if (value.length === 0) return yield* new UsageError({ message: "empty value: pipe the secret on stdin, e.g. `skald secret set NAME < file`" })
+    yield* (yield* SecretStore).set(name, Redacted.make(value))
+    yield* stderr(`skald: stored ${name}`)
+  }).pipe(Effect.provide(Host.secretsLayer(home)), reportFailures)).pipe(
+    Command.withDescription("Store a secret, read from stdin or a masked prompt: skald secret set NAME")
+  )
+
+const list = Command.make("list", { home: Host.home }, ({ home }) =>
+  Effect.gen(function*() {
+    const names = yield* (yield* SecretStore).list
+    if (names.length > 0) yield* stdout(names.join("\n"))
+  }).pipe(Effect.provide(Host.secretsLayer(home)), reportFailures)).pipe(
+    Command.withDescription("List the stored secrets' names (never their values).")
+  )
+
+const rm = Command.make("rm", { name: secretName, home: Host.home }, ({ home, name }) =>
+  Effect.gen(function*() {
+    if (!(yield* (yield* SecretStore).remove(name))) return yield* new UsageError({ message: `no secret named ${name}` })
+    yield* stderr(`skald: removed ${name}`)
+  }).pipe(Effect.provide(Host.secretsLayer(home)), reportFailures)).pipe(Command.withDescription("Delete a stored secret."))
+
+/** `skald secret …`. */
+export const command = Command.make("secret").pipe(
+  Command.withDescription("Manage the secret store (secrets/vars/<NAME>, mode 0600)."),
+  Command.withSubcommands([set, list, rm])
+)

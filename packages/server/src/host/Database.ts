@@ -1,0 +1,67 @@
+/**
+ * The host's database: one SQLite file (WAL) under the data folder, migrated on open by
+ * numbered migrations. Everything else talks to `SqlClient` through the repositories, so
+ * another SQL engine could replace SQLite by swapping this layer and the migrations' dialect.
+ *
+ * @since 0.1.0
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as SqliteMigrator from "@effect/sql-sqlite-node/SqliteMigrator"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Fs from "node:fs"
+import { Paths } from "./Paths.js"
+
+/** The numbered migrations, in order. Never edit one that has shipped: add the next. */
+export const migrations = {
+  "0001_mcp_servers": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`CREATE TABLE mcp_servers (
+      name          TEXT PRIMARY KEY NOT NULL,
+      transport     TEXT NOT NULL CHECK (transport IN ('stdio', 'http')),
+      command       TEXT,
+      args          TEXT NOT NULL DEFAULT '[]',
+      env           TEXT NOT NULL DEFAULT '{}',
+      url           TEXT,
+      api_key       TEXT,
+      description   TEXT,
+      friendly_name TEXT,
+      enabled       INTEGER NOT NULL DEFAULT 1 CHECK (enabled IN (0, 1)),
+      created_at    TEXT NOT NULL,
+      updated_at    TEXT NOT NULL,
+      CHECK ((transport = 'stdio' AND command IS NOT NULL) OR (transport = 'http' AND url IS NOT NULL))
+    )`
+  }),
+  "0002_mcp_status": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`CREATE TABLE mcp_server_status (
+      name       TEXT PRIMARY KEY NOT NULL,
+      status     TEXT NOT NULL CHECK (status IN ('starting', 'connected', 'failed', 'disabled')),
+      error      TEXT,
+      tool_count INTEGER,
+      pid        INTEGER,
+      since      TEXT NOT NULL
+    )`
+    yield* sql`CREATE TABLE host_heartbeat (
+      id         INTEGER PRIMARY KEY CHECK (id = 1),
+      pid        INTEGER NOT NULL,
+      started_at TEXT NOT NULL,
+      beat_at    TEXT NOT NULL
+    )`
+  })
+}
+
+/** Opens (creating the data folder if needed) and migrates the database. */
+export const layer: Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, unknown, Paths> = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const paths = yield* Paths
+    yield* Effect.sync(() => Fs.mkdirSync(paths.dataDir, { recursive: true }))
+    const client = SqliteClient.layer({ filename: paths.database })
+    const migrator = SqliteMigrator.layer({ loader: SqliteMigrator.fromRecord(migrations) }).pipe(
+      Layer.provide(NodeContext.layer)
+    )
+    return Layer.provideMerge(migrator, client)
+  })
+)

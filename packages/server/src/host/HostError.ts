@@ -1,0 +1,97 @@
+/**
+ * Errors of the host (registry, secrets, manager). Each message says what happened and what to do.
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+
+/** A `${NAME}` in a server's config names neither a stored secret nor an environment variable. */
+export class UnknownSecretReference extends Schema.TaggedError<UnknownSecretReference>(
+  "@skald/server/UnknownSecretReference"
+)("UnknownSecretReference", { server: Schema.String, variable: Schema.String }) {
+  override get message(): string {
+    return `MCP server '${this.server}' refers to \${${this.variable}}, which is neither a stored secret nor an ` +
+      `environment variable. Store it with \`skald secret set ${this.variable}\` (the value is read from stdin).`
+  }
+}
+
+/** A secret name that is not `[A-Za-z_][A-Za-z0-9_]*`. */
+export class InvalidSecretName extends Schema.TaggedError<InvalidSecretName>("@skald/server/InvalidSecretName")(
+  "InvalidSecretName",
+  { name: Schema.String }
+) {
+  override get message(): string {
+    return `invalid secret name ${JSON.stringify(this.name)}: use letters, digits and '_', not starting with a digit`
+  }
+}
+
+/** Reading or writing the secrets folder failed. */
+export class SecretStoreError extends Schema.TaggedError<SecretStoreError>("@skald/server/SecretStoreError")(
+  "SecretStoreError",
+  { operation: Schema.String, path: Schema.String, reason: Schema.String }
+) {
+  override get message(): string {
+    return `could not ${this.operation} ${this.path}: ${this.reason}. Check the secrets folder's permissions.`
+  }
+}
+
+/** No server of that name is registered. */
+export class UnknownServer extends Schema.TaggedError<UnknownServer>("@skald/server/UnknownServer")("UnknownServer", {
+  name: Schema.String
+}) {
+  override get message(): string {
+    return `no MCP server named '${this.name}' is registered; see \`skald mcp list\``
+  }
+}
+
+/** A server entry that cannot be registered as given. */
+export class InvalidServerEntry extends Schema.TaggedError<InvalidServerEntry>("@skald/server/InvalidServerEntry")(
+  "InvalidServerEntry",
+  { reason: Schema.String }
+) {
+  override get message(): string {
+    return `invalid MCP server: ${this.reason}`
+  }
+}
+
+/** A call to a server that is not connected (starting, failed, disabled, or not registered). */
+export class ServerNotConnected extends Schema.TaggedError<ServerNotConnected>("@skald/server/ServerNotConnected")(
+  "ServerNotConnected",
+  { server: Schema.String, state: Schema.String, reason: Schema.optionalWith(Schema.String, { exact: true }) }
+) {
+  override get message(): string {
+    const why = this.reason === undefined ? "" : `: ${this.reason}`
+    return `MCP server '${this.server}' is not connected (${this.state})${why}. See \`skald mcp list\`.`
+  }
+}
+
+/** A server that did not finish connecting within the start timeout. */
+export class StartTimeout extends Schema.TaggedError<StartTimeout>("@skald/server/StartTimeout")("StartTimeout", {
+  server: Schema.String,
+  seconds: Schema.Number
+}) {
+  override get message(): string {
+    return `MCP server '${this.server}' did not start within ${this.seconds} s ` +
+      "(raise SKALD_MCP_START_TIMEOUT if it is just slow)"
+  }
+}
+
+/** A tool name that is not `mcp__<server>__<tool>`. */
+export class InvalidToolName extends Schema.TaggedError<InvalidToolName>("@skald/server/InvalidToolName")(
+  "InvalidToolName",
+  { name: Schema.String }
+) {
+  override get message(): string {
+    return `${JSON.stringify(this.name)} is not an MCP tool name of the form mcp__<server>__<tool>`
+  }
+}
+
+/** Another `skald serve` is running on this database. */
+export class HostAlreadyRunning extends Schema.TaggedError<HostAlreadyRunning>("@skald/server/HostAlreadyRunning")(
+  "HostAlreadyRunning",
+  { pid: Schema.Number }
+) {
+  override get message(): string {
+    return `another skald host (pid ${this.pid}) is already running on this database; stop it first`
+  }
+}

@@ -1,0 +1,373 @@
+/**
+ * The MCP manager: keeps one running connection per enabled server in the registry.
+ *
+ * The database is the one source of truth. The manager *reconciles* its connections with the
+ * `mcp_servers` rows — at once after its own writes, and within about a second after another
+ * process's (it watches SQLite's `PRAGMA data_version`). Each server runs in its own fiber (a
+ * `FiberMap` keyed by name): connect within the start timeout, serve until the connection ends,
+ * and, when a server that had connected dies, restart it with capped exponential backoff.
+ * Stopping a server is interrupting its fiber: the transport's finalizer reaps the process.
+ * Statuses and a heartbeat go to the status table, so `skald mcp list` in another process sees
+ * them.
+ *
+ * @since 0.1.0
+ */
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import type { McpError, McpServerEntry, McpTool, ServerName, ToolResult } from "@skald/domain"
+import { ToolName } from "@skald/domain"
+import type { McpClient } from "@skald/mcp"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as FiberMap from "effect/FiberMap"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import * as Connector from "./Connector.js"
+import {
+  HostAlreadyRunning,
+  InvalidServerEntry,
+  InvalidToolName,
+  ServerNotConnected,
+  UnknownServer
+} from "./HostError.js"
+import { McpServerRepo } from "./McpServerRepo.js"
+import { Paths } from "./Paths.js"
+import { SecretStore } from "./SecretStore.js"
+import * as ServerList from "./ServerList.js"
+import { StatusRepo } from "./StatusRepo.js"
+import * as ToolResults from "./ToolResults.js"
+
+/** How the manager behaves; every duration is configurable so tests run in seconds. */
+export interface Options extends Connector.Options {
+  /** How often the database is checked for other processes' writes (default 500 ms). */
+  readonly watchInterval?: Duration.DurationInput | undefined
+  /** How often the heartbeat is written (default 2 s). */
+  readonly heartbeatInterval?: Duration.DurationInput | undefined
+  /** The first restart delay after a crash (default 1 s), doubled per attempt… */
+  readonly restartBase?: Duration.DurationInput | undefined
+  /** …up to this (default 60 s). */
+  readonly restartMax?: Duration.DurationInput | undefined
+  /** A connection that lasted this long resets the backoff (default 60 s). */
+  readonly stableAfter?: Duration.DurationInput | undefined
+}
+
+/** A tool of a connected server, with its `mcp__<server>__<tool>` name. */
+export interface QualifiedTool {
+  readonly name: string
+  readonly server: ServerName.ServerName
+  readonly tool: McpTool.McpTool
+}
+
+/** Why a call did not produce a result. */
+export type CallError =
+  | InvalidToolName
+  | ServerNotConnected
+  | McpError.McpError
+  | ToolResults.MediaWriteError
+
+/** The manager. */
+export interface Service {
+  /** Validates and stores the entry, then (re)connects it, replacing a running server of that name. */
+  readonly register: (entry: McpServerEntry.McpServerEntry) => Effect.Effect<void, InvalidServerEntry | SqlError>
+  /** Deletes the entry and disconnects the server. */
+  readonly unregister: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | SqlError>
+  /** Switches a server on or off, live. */
+  readonly setEnabled: (name: ServerName.ServerName, enabled: boolean) => Effect.Effect<void, UnknownServer | SqlError>
+  /** Every registered server with its status. */
+  readonly list: Effect.Effect<ReadonlyArray<McpServerEntry.ServerSummary>, SqlError>
+  /** The tools of every connected server. */
+  readonly tools: Effect.Effect<ReadonlyArray<QualifiedTool>>
+  /** The tools of the connected servers named in `grants`. */
+  readonly toolsFor: (grants: Iterable<string>) => Effect.Effect<ReadonlyArray<QualifiedTool>>
+  /** Calls `mcp__<server>__<tool>`. */
+  readonly call: (
+    qualifiedName: string,
+    args?: McpClient.JsonObject,
+    options?: McpClient.RequestOptions
+  ) => Effect.Effect<ToolResult.ToolResult, CallError>
+  /** Brings the running connections in line with the registry now (normally automatic). */
+  readonly reconcile: Effect.Effect<void, SqlError>
+  /** The process ids of the running stdio servers, by server name. */
+  readonly pids: Effect.Effect<ReadonlyMap<string, number>>
+}
+
+/** The manager. */
+export class McpManager extends Context.Tag("@skald/server/McpManager")<McpManager, Service>() {}
+
+interface Running {
+  readonly entry: McpServerEntry.McpServerEntry
+  readonly client: McpClient.Service
+  readonly pid: number | undefined
+  readonly tools: ReadonlyArray<McpTool.McpTool>
+}
+
+/** What decides whether a running server must be restarted: its config. */
+const fingerprint = (entry: McpServerEntry.McpServerEntry): string => JSON.stringify(entry.config)
+
+/** Checks what the schema cannot: a stdio command, an http(s) URL. */
+export const validate = (entry: McpServerEntry.McpServerEntry): Effect.Effect<void, InvalidServerEntry> => {
+  const config = entry.config
+  if (config._tag === "http") {
+    if (!URL.canParse(config.url) || !/^https?:$/.test(new URL(config.url).protocol)) {
+      return Effect.fail(new InvalidServerEntry({ reason: `the url must be http(s), got ${JSON.stringify(config.url)}` }))
+    }
+  } else if (config.command.trim().length === 0) {
+    return Effect.fail(new InvalidServerEntry({ reason: "the command is empty" }))
+  }
+  for (const key of config._tag === "stdio" ? Object.keys(config.env) : []) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) {
+      return Effect.fail(new InvalidServerEntry({ reason: `invalid environment variable name ${JSON.stringify(key)}` }))
+    }
+  }
+  return Effect.void
+}
+
+const describe = (error: unknown): string =>
+  typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
+
+/** Builds the manager in the current scope; closing the scope stops every server. */
+export const make = (
+  options: Options
+): Effect.Effect<
+  Service,
+  HostAlreadyRunning | SqlError,
+  McpServerRepo | StatusRepo | SecretStore | Paths | SqlClient.SqlClient | HttpClient.HttpClient | Scope
+> =>
+  Effect.gen(function*() {
+    const repo = yield* McpServerRepo
+    const statuses = yield* StatusRepo
+    const paths = yield* Paths
+    const sql = yield* SqlClient.SqlClient
+    // Only these two services: the whole context would carry the manager's Scope into each session.
+    const context = Context.make(SecretStore, yield* SecretStore).pipe(
+      Context.add(HttpClient.HttpClient, yield* HttpClient.HttpClient)
+    )
+    const watchInterval = Duration.decode(options.watchInterval ?? "500 millis")
+    const heartbeatInterval = Duration.decode(options.heartbeatInterval ?? "2 seconds")
+    const restartBase = Duration.decode(options.restartBase ?? "1 second")
+    const restartMax = Duration.decode(options.restartMax ?? "60 seconds")
+    const stableAfter = Duration.decode(options.stableAfter ?? "60 seconds")
+
+    // One host per database.
+    const other = yield* ServerList.hostRunning(Duration.sum(heartbeatInterval, Duration.seconds(8)))
+    if (Option.isSome(other) && other.value !== process.pid) return yield* new HostAlreadyRunning({ pid: other.value })
+
+    const startedAt = new Date().toISOString()
+    const beat = Effect.suspend(() => statuses.beat({ pid: process.pid, startedAt, beatAt: new Date().toISOString() }))
+    yield* statuses.clear
+    yield* beat
+    // Registered before the runners exist, so it runs after they have all stopped.
+    yield* Effect.addFinalizer(() =>
+      Effect.zipRight(statuses.stopBeating(process.pid), statuses.clear).pipe(Effect.ignore)
+    )
+
+    const connections = yield* Ref.make<ReadonlyMap<string, Running>>(new Map())
+    /** The config each runner was started with, by server name. */
+    const launched = new Map<string, string>()
+    const runners = yield* FiberMap.make<string>()
+    const lock = yield* Effect.makeSemaphore(1)
+
+    const record = (name: string, state: "starting" | "connected" | "failed" | "disabled", extra: {
+      readonly error?: string
+      readonly toolCount?: number
+      readonly pid?: number | undefined
+    } = {}) =>
+      statuses.set({ name, state, since: new Date().toISOString(), ...extra }).pipe(
+        Effect.catchAll((error) => Effect.logWarning(`could not record the status of '${name}': ${error.message}`))
+      )
+
+    const setConnection = (name: string, running: Running | undefined) =>
+      Ref.update(connections, (map) => {
+        const next = new Map(map)
+        if (running === undefined) next.delete(name)
+        else next.set(name, running)
+        return next
+      })
+
+    /** One connection's life: connect, record, serve until it ends. Fails when it cannot connect. */
+    const session = (entry: McpServerEntry.McpServerEntry) =>
+      Effect.gen(function*() {
+        const name = entry.name
+        const connection = yield* Connector.connect(entry, options).pipe(Effect.provide(context))
+        const list = yield* connection.client.tools
+        const running: Running = { entry, client: connection.client, pid: connection.pid, tools: list }
+        yield* setConnection(name, running)
+        yield* Effect.addFinalizer(() => setConnection(name, undefined))
+        yield* record(name, "connected", { toolCount: list.length, pid: connection.pid })
+        // The tool list follows the server's list_changed notifications.
+        yield* connection.client.toolListChanges.pipe(
+          Stream.runForEach((changed) =>
+            Effect.zipRight(
+              setConnection(name, { ...running, tools: changed.tools }),
+              record(name, "connected", { toolCount: changed.tools.length, pid: connection.pid })
+            )
+          ),
+          Effect.forkScoped
+        )
+        const since = yield* Clock.currentTimeMillis
+        const reason = yield* connection.client.closed
+        const lasted = (yield* Clock.currentTimeMillis) - since
+        return { reason, lasted }
+      }).pipe(Effect.scoped)
+
+    /** A server's fiber: runs sessions, restarting after crashes with capped exponential backoff. */
+    const runner = (entry: McpServerEntry.McpServerEntry) =>
+      Effect.gen(function*() {
+        const name = entry.name
+        let everConnected = false
+        let attempt = 0
+        while (true) {
+          yield* record(name, "starting")
+          const outcome = yield* Effect.either(session(entry))
+          let reason: string
+          if (Either.isLeft(outcome)) {
+            reason = describe(outcome.left)
+            if (!everConnected) {
+              // A server that never started is not retried: its row must change (or be re-enabled).
+              yield* Effect.logWarning(`MCP server '${name}' failed to start: ${reason}`)
+              return yield* record(name, "failed", { error: reason })
+            }
+          } else {
+            everConnected = true
+            reason = describe(outcome.right.reason)
+            if (Duration.greaterThanOrEqualTo(Duration.millis(outcome.right.lasted), stableAfter)) attempt = 0
+          }
+          const delay = Duration.min(Duration.times(restartBase, 2 ** attempt), restartMax)
+          attempt++
+          yield* Effect.logWarning(`MCP server '${name}' stopped: ${reason}; restarting in ${Duration.format(delay)}`)
+          yield* record(name, "failed", {
+            error: `${reason} — restarting in ${Duration.format(delay)} (attempt ${attempt})`
+          })
+          yield* Effect.sleep(delay)
+        }
+      })
+
+    const reconcileNow = (force: ReadonlySet<string> = new Set()) =>
+      lock.withPermits(1)(Effect.gen(function*() {
+        const entries = yield* repo.list
+        const wanted = new Map(entries.filter((e) => e.enabled).map((e) => [e.name as string, e]))
+        const stop = [...launched.keys()].filter((name) => {
+          const entry = wanted.get(name)
+          return entry === undefined || force.has(name) || launched.get(name) !== fingerprint(entry)
+        })
+        yield* Effect.forEach(stop, (name) => FiberMap.remove(runners, name), { concurrency: "unbounded", discard: true })
+        for (const name of stop) launched.delete(name)
+
+        const recorded = new Map((yield* statuses.all).map((s) => [s.name, s.state]))
+        const names = new Set(entries.map((e) => e.name as string))
+        for (const [name] of recorded) if (!names.has(name)) yield* statuses.remove(name)
+        for (const entry of entries) {
+          if (!entry.enabled && recorded.get(entry.name) !== "disabled") yield* record(entry.name, "disabled")
+        }
+        for (const [name, entry] of wanted) {
+          if (launched.has(name)) continue
+          launched.set(name, fingerprint(entry))
+          yield* FiberMap.run(runners, name, runner(entry))
+        }
+      }))
+
+    // Another process's writes: PRAGMA data_version changes when another connection commits.
+    const dataVersion = sql<{ data_version: number }>`PRAGMA data_version`.pipe(
+      Effect.map((rows) => rows[0]?.data_version ?? 0)
+    )
+    let seen = yield* dataVersion
+    yield* Effect.gen(function*() {
+      const version = yield* dataVersion
+      if (version !== seen) {
+        seen = version
+        yield* reconcileNow()
+      }
+    }).pipe(
+      Effect.catchAll((error) => Effect.logWarning(`could not check the registry for changes: ${error.message}`)),
+      Effect.repeat(Schedule.spaced(watchInterval)),
+      Effect.forkScoped
+    )
+    yield* beat.pipe(
+      Effect.catchAll((error) => Effect.logWarning(`could not write the host heartbeat: ${error.message}`)),
+      Effect.repeat(Schedule.spaced(heartbeatInterval)),
+      Effect.forkScoped
+    )
+    // Available at once: the first reconciliation starts every enabled server in the background.
+    yield* Effect.forkScoped(reconcileNow().pipe(Effect.catchAll((error) => Effect.logError(error.message))))
+
+    const connected = Effect.map(Ref.get(connections), (map) => [...map.values()])
+    const qualify = (running: Running): ReadonlyArray<QualifiedTool> =>
+      running.tools.map((tool) => ({ name: ToolName.format(running.entry.name, tool.name), server: running.entry.name, tool }))
+
+    const notConnected = (server: string) =>
+      Effect.gen(function*() {
+        const summary = (yield* ServerList.summaries().pipe(Effect.orElseSucceed(() => []))).find((s) =>
+          s.name === server
+        )
+        return new ServerNotConnected({
+          server,
+          state: summary?.state ?? "not registered",
+          ...(summary?.error === undefined ? {} : { reason: summary.error })
+        })
+      }).pipe(Effect.provideService(McpServerRepo, repo), Effect.provideService(StatusRepo, statuses))
+
+    const call: Service["call"] = (qualifiedName, args, callOptions) =>
+      Effect.gen(function*() {
+        const parsed = ToolName.parse(qualifiedName)
+        if (Option.isNone(parsed)) return yield* new InvalidToolName({ name: qualifiedName })
+        const running = (yield* Ref.get(connections)).get(parsed.value.server)
+        if (running === undefined) return yield* Effect.flatMap(notConnected(parsed.value.server), Effect.fail)
+        const outcome = yield* running.client.callTool(parsed.value.tool, args, callOptions)
+        return yield* ToolResults.fromCallResult(outcome.result, paths.mediaDir)
+      }).pipe(Effect.withSpan("McpManager.call", { attributes: { "mcp.tool": qualifiedName } }))
+
+    const afterWrite = (name: string, force: boolean) => reconcileNow(force ? new Set([name]) : new Set())
+
+    return {
+      register: (entry) =>
+        Effect.gen(function*() {
+          yield* validate(entry)
+          yield* repo.upsert(entry)
+          yield* afterWrite(entry.name, true)
+        }).pipe(Effect.withSpan("McpManager.register", { attributes: { "mcp.server": entry.name } })),
+      unregister: (name) =>
+        Effect.gen(function*() {
+          if (!(yield* repo.remove(name))) return yield* new UnknownServer({ name })
+          yield* afterWrite(name, false)
+        }).pipe(Effect.withSpan("McpManager.unregister", { attributes: { "mcp.server": name } })),
+      setEnabled: (name, enabled) =>
+        Effect.gen(function*() {
+          if (!(yield* repo.setEnabled(name, enabled))) return yield* new UnknownServer({ name })
+          yield* afterWrite(name, false)
+        }).pipe(Effect.withSpan("McpManager.setEnabled", { attributes: { "mcp.server": name, enabled } })),
+      list: ServerList.summaries().pipe(
+        Effect.provideService(McpServerRepo, repo),
+        Effect.provideService(StatusRepo, statuses)
+      ),
+      tools: Effect.map(connected, (all) => all.flatMap(qualify)),
+      toolsFor: (grants) => {
+        const granted = new Set(grants)
+        return Effect.map(connected, (all) => all.filter((r) => granted.has(r.entry.name)).flatMap(qualify))
+      },
+      call,
+      reconcile: reconcileNow(),
+      pids: Effect.map(Ref.get(connections), (map) => {
+        const pids = new Map<string, number>()
+        for (const [name, running] of map) if (running.pid !== undefined) pids.set(name, running.pid)
+        return pids
+      })
+    } satisfies Service
+  })
+
+type Scope = import("effect/Scope").Scope
+
+/** The manager as a scoped layer. */
+export const layer = (
+  options: Options
+): Layer.Layer<
+  McpManager,
+  HostAlreadyRunning | SqlError,
+  McpServerRepo | StatusRepo | SecretStore | Paths | SqlClient.SqlClient | HttpClient.HttpClient
+> => Layer.scoped(McpManager, make(options))

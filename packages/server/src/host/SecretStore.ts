@@ -1,0 +1,143 @@
+/**
+ * The secret store (DESIGN §5 *Secrets*): `secrets/vars/<NAME>`, one file per secret, mode 0600,
+ * written atomically (a temporary file renamed over the old one), in folders of mode 0700.
+ * Server configs refer to secrets as `${NAME}`; they are resolved at connect time from the store,
+ * then the process environment, and only ever reach the child's environment or an Authorization
+ * header.
+ *
+ * @since 0.1.0
+ */
+import type { ServerConfig } from "@skald/domain"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Crypto from "node:crypto"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { InvalidSecretName, SecretStoreError, UnknownSecretReference } from "./HostError.js"
+import { Paths } from "./Paths.js"
+
+const namePattern = /^[A-Za-z_][A-Za-z0-9_]*$/
+const referencePattern = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g
+
+/** True for a valid secret (and variable) name. */
+export const isValidName = (name: string): boolean => namePattern.test(name)
+
+/** The `${NAME}` references in a template, in order, without repeats. */
+export const references = (template: string): ReadonlyArray<string> => [
+  ...new Set(Array.from(template.matchAll(referencePattern), (m) => m[1]!))
+]
+
+/** A server config with its references resolved: what the transport is started with. */
+export type Resolved =
+  | {
+    readonly _tag: "stdio"
+    readonly command: string
+    readonly args: ReadonlyArray<string>
+    readonly env: Readonly<Record<string, string>>
+  }
+  | { readonly _tag: "http"; readonly url: string; readonly apiKey: Redacted.Redacted<string> | undefined }
+
+const io = <A>(operation: string, path: string, f: () => A) =>
+  Effect.try({
+    try: f,
+    catch: (cause) => new SecretStoreError({ operation, path, reason: (cause as Error).message ?? String(cause) })
+  })
+
+/** The secret store. */
+export class SecretStore extends Effect.Service<SecretStore>()("@skald/server/SecretStore", {
+  effect: Effect.gen(function*() {
+    const paths = yield* Paths
+    const dir = Path.join(paths.secretsDir, "vars")
+
+    const checkName = (name: string) => isValidName(name) ? Effect.void : Effect.fail(new InvalidSecretName({ name }))
+    const ensureDirs = io("create", dir, () => {
+      for (const d of [paths.secretsDir, dir]) {
+        Fs.mkdirSync(d, { recursive: true, mode: 0o700 })
+        Fs.chmodSync(d, 0o700)
+      }
+    })
+
+    const set = Effect.fn("SecretStore.set")(function*(name: string, value: Redacted.Redacted<string>) {
+      yield* checkName(name)
+      yield* ensureDirs
+      const file = Path.join(dir, name)
+      const tmp = Path.join(dir, `.${name}.${Crypto.randomBytes(6).toString("hex")}.tmp`)
+      yield* io("write", file, () => {
+        const fd = Fs.openSync(tmp, "wx", 0o600)
+        try {
+          Fs.writeSync(fd, Redacted.value(value))
+          Fs.fsyncSync(fd)
+        } finally {
+          Fs.closeSync(fd)
+        }
+        try {
+          Fs.renameSync(tmp, file)
+        } catch (error) {
+          Fs.rmSync(tmp, { force: true })
+          throw error
+        }
+      })
+    })
+
+    const get = Effect.fn("SecretStore.get")(function*(name: string) {
+      if (!isValidName(name)) return Option.none<Redacted.Redacted<string>>()
+      const file = Path.join(dir, name)
+      return yield* io("read", file, () => {
+        try {
+          return Option.some(Redacted.make(Fs.readFileSync(file, "utf8")))
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === "ENOENT") return Option.none<Redacted.Redacted<string>>()
+          throw error
+        }
+      })
+    })
+
+    const list = io("list", dir, () => {
+      try {
+        return Fs.readdirSync(dir).filter(isValidName).sort()
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") return []
+        throw error
+      }
+    })
+
+    const remove = Effect.fn("SecretStore.remove")(function*(name: string) {
+      yield* checkName(name)
+      const file = Path.join(dir, name)
+      return yield* io("remove", file, () => {
+        if (!Fs.existsSync(file)) return false
+        Fs.rmSync(file)
+        return true
+      })
+    })
+
+    /** Replaces each `${NAME}` from the store, then the environment; fails naming the first unknown one. */
+    const interpolate = (server: string, template: string) =>
+      Effect.gen(function*() {
+        const values = new Map<string, string>()
+        for (const name of references(template)) {
+          const stored = yield* get(name)
+          const value = Option.isSome(stored) ? Redacted.value(stored.value) : process.env[name]
+          if (value === undefined) return yield* new UnknownSecretReference({ server, variable: name })
+          values.set(name, value)
+        }
+        return Redacted.make(template.replace(referencePattern, (_, name: string) => values.get(name)!))
+      })
+
+    /** Resolves the env values (stdio) or the api key (http) of a config. */
+    const resolve = Effect.fn("SecretStore.resolve")(function*(server: string, config: ServerConfig.ServerConfig) {
+      if (config._tag === "http") {
+        const apiKey = config.apiKey === undefined ? undefined : yield* interpolate(server, config.apiKey)
+        return { _tag: "http", url: config.url, apiKey } satisfies Resolved as Resolved
+      }
+      const env: Record<string, string> = {}
+      for (const [key, template] of Object.entries(config.env)) {
+        env[key] = Redacted.value(yield* interpolate(server, template))
+      }
+      return { _tag: "stdio", command: config.command, args: config.args, env } satisfies Resolved as Resolved
+    })
+
+    return { set, get, list, remove, interpolate, resolve } as const
+  })
+}) {}

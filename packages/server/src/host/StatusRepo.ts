@@ -1,0 +1,97 @@
+/**
+ * What the running host says about its servers (`mcp_server_status`) and that it is alive
+ * (`host_heartbeat`). Written only by `skald serve`'s manager; read by anyone (`skald mcp list`).
+ *
+ * @since 0.1.0
+ */
+import type { SqlError } from "@effect/sql/SqlError"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+
+/** The states the host records (`disabled` included; "host not running" is derived, never stored). */
+export type RecordedState = "starting" | "connected" | "failed" | "disabled"
+
+/** One server's recorded status. */
+export interface Status {
+  readonly name: string
+  readonly state: RecordedState
+  readonly error?: string | undefined
+  readonly toolCount?: number | undefined
+  readonly pid?: number | undefined
+  readonly since: string
+}
+
+/** The host's heartbeat. */
+export interface Heartbeat {
+  readonly pid: number
+  readonly startedAt: string
+  readonly beatAt: string
+}
+
+/** Status and heartbeat storage. */
+export interface Service {
+  readonly set: (status: Status) => Effect.Effect<void, SqlError>
+  readonly remove: (name: string) => Effect.Effect<void, SqlError>
+  readonly all: Effect.Effect<ReadonlyArray<Status>, SqlError>
+  /** Forgets every status (a host starting or stopping). */
+  readonly clear: Effect.Effect<void, SqlError>
+  readonly beat: (heartbeat: Heartbeat) => Effect.Effect<void, SqlError>
+  readonly heartbeat: Effect.Effect<Option.Option<Heartbeat>, SqlError>
+  /** Removes the heartbeat of this pid (a host stopping). */
+  readonly stopBeating: (pid: number) => Effect.Effect<void, SqlError>
+}
+
+/** Status and heartbeat storage. */
+export class StatusRepo extends Context.Tag("@skald/server/StatusRepo")<StatusRepo, Service>() {}
+
+interface Row {
+  readonly name: string
+  readonly status: RecordedState
+  readonly error: string | null
+  readonly tool_count: number | null
+  readonly pid: number | null
+  readonly since: string
+}
+
+/** The SQL implementation. */
+export const layer: Layer.Layer<StatusRepo, never, SqlClient.SqlClient> = Layer.effect(
+  StatusRepo,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return {
+      set: (s) =>
+        sql`INSERT INTO mcp_server_status (name, status, error, tool_count, pid, since)
+          VALUES (${s.name}, ${s.state}, ${s.error ?? null}, ${s.toolCount ?? null}, ${s.pid ?? null}, ${s.since})
+          ON CONFLICT (name) DO UPDATE SET status = excluded.status, error = excluded.error,
+            tool_count = excluded.tool_count, pid = excluded.pid, since = excluded.since`.pipe(Effect.asVoid),
+      remove: (name) => sql`DELETE FROM mcp_server_status WHERE name = ${name}`.pipe(Effect.asVoid),
+      all: sql<Row>`SELECT name, status, error, tool_count, pid, since FROM mcp_server_status ORDER BY name`.pipe(
+        Effect.map((rows) =>
+          rows.map((r): Status => ({
+            name: r.name,
+            state: r.status,
+            since: r.since,
+            ...(r.error === null ? {} : { error: r.error }),
+            ...(r.tool_count === null ? {} : { toolCount: r.tool_count }),
+            ...(r.pid === null ? {} : { pid: r.pid })
+          }))
+        )
+      ),
+      clear: sql`DELETE FROM mcp_server_status`.pipe(Effect.asVoid),
+      beat: (h) =>
+        sql`INSERT INTO host_heartbeat (id, pid, started_at, beat_at) VALUES (1, ${h.pid}, ${h.startedAt}, ${h.beatAt})
+          ON CONFLICT (id) DO UPDATE SET pid = excluded.pid, started_at = excluded.started_at, beat_at = excluded.beat_at`
+          .pipe(Effect.asVoid),
+      heartbeat: sql<{ pid: number; started_at: string; beat_at: string }>`SELECT pid, started_at, beat_at
+        FROM host_heartbeat WHERE id = 1`.pipe(
+          Effect.map((rows) =>
+            Option.map(Option.fromNullable(rows[0]), (r) => ({ pid: r.pid, startedAt: r.started_at, beatAt: r.beat_at }))
+          )
+        ),
+      stopBeating: (pid) => sql`DELETE FROM host_heartbeat WHERE id = 1 AND pid = ${pid}`.pipe(Effect.asVoid)
+    }
+  })
+)

@@ -1,0 +1,73 @@
+/**
+ * From what a server answered (`McpCallResult`) to what the host keeps and the model reads
+ * (`ToolResult`): Text stays text, Json stays JSON, a task outcome becomes JSON, and media are
+ * written to `data/mcp_media/<id>.<ext>` and referenced by URL in markdown (the seed's *Media
+ * tool results*): `![image](/api/mcp-media/<id>.png) (image/png, 412 KB)`, `[audio](…)`,
+ * `[file](…)`; resource links become `[<mime>](<uri>)`.
+ *
+ * @since 0.1.0
+ */
+import { MediaType, ToolResult } from "@skald/domain"
+import type { McpCallResult } from "@skald/domain"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Crypto from "node:crypto"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+
+/** The URL path under which media files are served. */
+export const MEDIA_URL_PREFIX = "/api/mcp-media/"
+
+/** A media file could not be written. */
+export class MediaWriteError extends Data.TaggedError("MediaWriteError")<{ readonly message: string }> {}
+
+/** Writes one media item; returns its file name (`<id>.<ext>`). */
+const save = (mediaDir: string, item: McpCallResult.McpInlineMedia) =>
+  Effect.try({
+    try: () => {
+      Fs.mkdirSync(mediaDir, { recursive: true })
+      const file = `${Crypto.randomUUID()}.${MediaType.extensionFor(item.mimeType)}`
+      Fs.writeFileSync(Path.join(mediaDir, file), item.data)
+      return file
+    },
+    catch: (cause) =>
+      new MediaWriteError({ message: `could not save a media result under ${mediaDir}: ${(cause as Error).message}` })
+  })
+
+/** Converts a call's result, saving media under `mediaDir`. */
+export const fromCallResult = (
+  result: McpCallResult.McpCallResult,
+  mediaDir: string
+): Effect.Effect<ToolResult.ToolResult, MediaWriteError> =>
+  Effect.gen(function*() {
+    switch (result._tag) {
+      case "Text":
+        return ToolResult.TextResult.make({ text: result.text })
+      case "Json":
+        return ToolResult.JsonResult.make({ value: result.value })
+      case "Task":
+        return ToolResult.JsonResult.make({
+          value: {
+            taskId: result.taskId,
+            status: result.status,
+            ...(result.statusMessage === undefined ? {} : { statusMessage: result.statusMessage })
+          }
+        })
+      case "Media": {
+        const lines: Array<string> = []
+        if (result.text.length > 0) lines.push(result.text)
+        if (result.structured !== undefined) lines.push(JSON.stringify(result.structured))
+        for (const item of result.items) {
+          if (item._tag === "Link") {
+            lines.push(`[${item.mimeType ?? item.name ?? "link"}](${item.uri})`)
+            continue
+          }
+          const file = yield* save(mediaDir, item)
+          const url = `${MEDIA_URL_PREFIX}${file}`
+          const link = item.kind === "image" ? `![image](${url})` : item.kind === "audio" ? `[audio](${url})` : `[file](${url})`
+          lines.push(`${link} (${item.mimeType}, ${MediaType.formatSize(item.data.length)})`)
+        }
+        return ToolResult.TextResult.make({ text: lines.join("\n") })
+      }
+    }
+  })

@@ -6,3 +6,27 @@
 
 /** The `skald` command line. */
 export * as Cli from "./cli/Cli.js"
+
+/** Where the host keeps its files (`SKALD_HOME` and the per-folder overrides). */
+export * as Paths from "./host/Paths.js"
+
+/** The host's database, repositories, secret store and HTTP client, from one home. */
+export * as HostServices from "./host/HostServices.js"
+
+/** The server registry (`mcp_servers`). */
+export * as McpServerRepo from "./host/McpServerRepo.js"
+
+/** Runtime statuses and the host heartbeat. */
+export * as StatusRepo from "./host/StatusRepo.js"
+
+/** `${NAME}` secrets: the store and their resolution. */
+export * as SecretStore from "./host/SecretStore.js"
+
+/** The reconciling MCP manager. */
+export * as McpManager from "./host/McpManager.js"
+
+/** Registered servers with their status, from any process. */
+export * as ServerList from "./host/ServerList.js"
+
+/** Host errors. */
+export * as HostError from "./host/HostError.js"

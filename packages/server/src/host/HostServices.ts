@@ -1,0 +1,20 @@
+/**
+ * Everything the host's parts stand on, from one home: the database with its repositories, the
+ * secret store, and an HTTP client (undici, pooled keep-alive) for remote servers.
+ *
+ * @since 0.1.0
+ */
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as Layer from "effect/Layer"
+import * as Database from "./Database.js"
+import * as McpServerRepo from "./McpServerRepo.js"
+import type { Paths } from "./Paths.js"
+import { SecretStore } from "./SecretStore.js"
+import * as StatusRepo from "./StatusRepo.js"
+
+/** The host's services over the given paths (which it also provides). */
+export const layer = <E, R>(paths: Layer.Layer<Paths, E, R>) => {
+  const database = Database.layer.pipe(Layer.provide(paths))
+  const repos = Layer.mergeAll(McpServerRepo.layer, StatusRepo.layer).pipe(Layer.provideMerge(database))
+  return Layer.mergeAll(repos, SecretStore.Default, NodeHttpClient.layerUndici).pipe(Layer.provideMerge(paths))
+}

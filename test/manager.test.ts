@@ -4,7 +4,7 @@
  * restarts with backoff, and secrets that resolve at connect time and leak nowhere.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { McpError, ToolResult } from "@skald/domain"
+import { McpError, McpServerEntry, ServerConfig, ServerName, ToolResult } from "@skald/domain"
 import { HostError, SecretStore, StatusRepo } from "@skald/server"
 import { Context, Effect, Layer, Logger, LogLevel, Redacted } from "effect"
 import * as Crypto from "node:crypto"
@@ -20,6 +20,7 @@ import {
   startManager,
   waitForState
 } from "./host-support.js"
+import { httpFixture, startEverything, startHttpFixture } from "./http-support.js"
 import { eventually, isAlive, processesMatching } from "./support.js"
 
 const text = (result: ToolResult.ToolResult): string => {
@@ -198,6 +199,32 @@ describe("McpManager", () => {
       assert.isAbove(lines.length, 0)
       for (const line of lines) assert.notInclude(line, secret)
       for (const line of lines) assert.notInclude(line, envOnly)
+    }))
+
+  it.scopedLive("HTTP servers: the api key's ${VAR} becomes the bearer token; a refused token is a failure", () =>
+    Effect.gen(function*() {
+      const token = `tok-${Crypto.randomUUID()}`
+      const server = yield* startHttpFixture(httpFixture("echo", "stateful", { FIXTURE_TOKEN: token }))
+      const everything = yield* startEverything("streamableHttp")
+      const { context, manager } = yield* startManager(makeHome())
+      yield* Context.get(context, SecretStore.SecretStore).set("REMOTE_TOKEN", Redacted.make(token))
+      const entry = (name: string, url: string, apiKey?: string) =>
+        McpServerEntry.McpServerEntry.make({
+          name: ServerName.make(name),
+          config: ServerConfig.HttpServerConfig.make(apiKey === undefined ? { url } : { url, apiKey }),
+          enabled: true
+        })
+      yield* manager.register(entry("remote", server.url, "${REMOTE_TOKEN}"))
+      yield* manager.register(entry("wrong", server.url, "not-the-token"))
+      yield* manager.register(entry("everything", everything.url))
+      yield* waitForState(manager, "remote", "connected")
+      yield* waitForState(manager, "everything", "connected")
+      assert.strictEqual(text(yield* manager.call("mcp__remote__echo", { message: "over http" })), "over http")
+      const echoed = text(yield* manager.call("mcp__everything__echo", { message: "hi" }))
+      assert.include(echoed, "hi")
+      const wrong = yield* waitForState(manager, "wrong", "failed")
+      assert.include(wrong?.error, "401")
+      assert.notInclude(wrong?.error, token)
     }))
 
   it.scopedLive("one host per database: a live heartbeat of another process refuses a second host", () =>

@@ -33,6 +33,7 @@ import * as Deadlines from "./internal/deadlines.js"
 import * as Span from "./internal/span.js"
 import * as TaskPoller from "./internal/taskPoller.js"
 import * as JsonRpc from "./JsonRpc.js"
+import * as McpEvents from "./McpEvents.js"
 import * as McpLog from "./McpLog.js"
 import * as OutputSchema from "./OutputSchema.js"
 import * as Protocol from "./Protocol.js"
@@ -368,6 +369,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     // --- streams of what the server pushes -------------------------------------------------
     const events = yield* PubSub.unbounded<JsonRpc.Notification>()
     const notifications = yield* PubSub.unbounded<JsonRpc.Notification>()
+    const eventSink = yield* McpEvents.McpEventSink
     yield* Effect.addFinalizer(() => Effect.zipRight(PubSub.shutdown(events), PubSub.shutdown(notifications)))
 
     // --- server requests: each in its own fiber, keyed by id so `notifications/cancelled` can stop it
@@ -564,10 +566,11 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
           if (typeof id !== "string" && typeof id !== "number") return Effect.void
           return FiberMap.remove(handlers, id)
         }
-        default:
-          return PubSub.publish(message.method.startsWith("notifications/") ? notifications : events, message).pipe(
-            Effect.asVoid
-          )
+        default: {
+          if (message.method.startsWith("notifications/")) return PubSub.publish(notifications, message).pipe(Effect.asVoid)
+          const published = PubSub.publish(events, message).pipe(Effect.asVoid)
+          return eventSink === undefined ? published : Effect.zipRight(eventSink.offer(server, message), published)
+        }
       }
     }
 

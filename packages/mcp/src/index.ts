@@ -21,6 +21,7 @@ export * as JsonRpc from "./JsonRpc.js"
 export * as McpClient from "./McpClient.js"
 
 /** Diagnostic lines of a connection and the sink they go to. */
+export * as McpEvents from "./McpEvents.js"
 export * as McpLog from "./McpLog.js"
 
 /** Checks `structuredContent` against a tool's `outputSchema`. */

@@ -20,6 +20,8 @@ import { McpServerRepo } from "../host/McpServerRepo.js"
 import { Paths } from "../host/Paths.js"
 import { SecretStore } from "../host/SecretStore.js"
 import * as SecretStoreModule from "../host/SecretStore.js"
+import { EventRecorder } from "../host/EventStore.js"
+import { ServerLogs } from "../host/ServerLogs.js"
 import * as ServerList from "../host/ServerList.js"
 import * as ToolResults from "../host/ToolResults.js"
 import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
@@ -214,7 +216,11 @@ const withServer = <A, E, R>(
       if (Option.isNone(entry)) return yield* new UnknownServer({ name })
       const options = yield* Host.connectOptions
       const handler = process.stdin.isTTY === true ? Elicit.terminal : Elicit.declining
-      return yield* Effect.flatMap(Connector.connect(entry.value, options), use).pipe(
+      const logs = yield* ServerLogs
+      const recorder = yield* EventRecorder
+      // Log lines go to the server's log file (and --log-level debug); events are stored, as the host does.
+      const sinks = (secrets: SecretStoreModule.Resolved["secrets"]) => ({ log: logs.sink(server, secrets), events: recorder.sink })
+      return yield* Effect.flatMap(Connector.connect(entry.value, options, sinks), use).pipe(
         Effect.provideService(Elicitation.ElicitationHandler, handler),
         Effect.scoped
       )

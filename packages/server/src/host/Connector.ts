@@ -7,12 +7,12 @@
  */
 import type * as HttpClient from "@effect/platform/HttpClient"
 import type { McpError, McpServerEntry } from "@skald/domain"
-import { HttpTransport, McpClient, StdioTransport, Transport } from "@skald/mcp"
+import { HttpTransport, McpClient, McpEvents, McpLog, StdioTransport, Transport } from "@skald/mcp"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import { StartTimeout, type UnknownSecretReference, type SecretStoreError } from "./HostError.js"
-import { SecretStore } from "./SecretStore.js"
+import { type SecretStoreError, StartTimeout, type UnknownSecretReference } from "./HostError.js"
+import { type Resolved, SecretStore } from "./SecretStore.js"
 
 /** How patiently to connect and call. */
 export interface Options {
@@ -21,6 +21,12 @@ export interface Options {
   /** Stdio shutdown graces (defaults of the transport when absent). */
   readonly stdinGrace?: Duration.DurationInput | undefined
   readonly termGrace?: Duration.DurationInput | undefined
+}
+
+/** Where a connection's log lines and events go (defaults: Effect's logger; events only on the client's stream). */
+export interface Sinks {
+  readonly log?: McpLog.Sink | undefined
+  readonly events?: McpEvents.Sink | undefined
 }
 
 /** A connected server. */
@@ -33,15 +39,14 @@ export interface Connection {
 /** Why a server could not be connected. */
 export type ConnectError = McpError.McpError | StartTimeout | UnknownSecretReference | SecretStoreError
 
-/** Resolves the entry's `${VAR}` references and connects, within the start timeout. */
-export const connect = (
-  entry: McpServerEntry.McpServerEntry,
-  options: Options
-): Effect.Effect<Connection, ConnectError, SecretStore | HttpClient.HttpClient | Scope.Scope> =>
+/** Connects a server whose config is already resolved, within the start timeout. */
+export const connectResolved = (
+  server: string,
+  resolved: Resolved,
+  options: Options,
+  sinks: Sinks = {}
+): Effect.Effect<Connection, McpError.McpError | StartTimeout, HttpClient.HttpClient | Scope.Scope> =>
   Effect.gen(function*() {
-    const server = entry.name
-    const secrets = yield* SecretStore
-    const resolved = yield* secrets.resolve(server, entry.config)
     const clientOptions: McpClient.Options = { startTimeout: options.startTimeout, callTimeout: options.callTimeout }
     const transport = resolved._tag === "stdio"
       ? yield* StdioTransport.make({
@@ -56,8 +61,21 @@ export const connect = (
     const client = yield* McpClient.make(clientOptions).pipe(Effect.provideService(Transport.Transport, transport))
     return { client, pid: transport.pid }
   }).pipe(
+    sinks.log === undefined ? (e) => e : Effect.provideService(McpLog.McpLogSink, sinks.log),
+    sinks.events === undefined ? (e) => e : Effect.provideService(McpEvents.McpEventSink, sinks.events),
     Effect.timeoutFail({
       duration: options.startTimeout,
-      onTimeout: () => new StartTimeout({ server: entry.name, seconds: Duration.toSeconds(options.startTimeout) })
+      onTimeout: () => new StartTimeout({ server, seconds: Duration.toSeconds(options.startTimeout) })
     })
   )
+
+/** Resolves the entry's `${VAR}` references and connects, within the start timeout. */
+export const connect = (
+  entry: McpServerEntry.McpServerEntry,
+  options: Options,
+  sinks: (secrets: Resolved["secrets"]) => Sinks = () => ({})
+): Effect.Effect<Connection, ConnectError, SecretStore | HttpClient.HttpClient | Scope.Scope> =>
+  Effect.gen(function*() {
+    const resolved = yield* (yield* SecretStore).resolve(entry.name, entry.config)
+    return yield* connectResolved(entry.name, resolved, options, sinks(resolved.secrets))
+  })

@@ -50,6 +50,26 @@ export const migrations = {
       started_at TEXT NOT NULL,
       beat_at    TEXT NOT NULL
     )`
+  }),
+  "0003_mcp_events": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`CREATE TABLE mcp_events (
+      id           INTEGER PRIMARY KEY AUTOINCREMENT,
+      server       TEXT NOT NULL,
+      method       TEXT NOT NULL,
+      params       TEXT,
+      received_at  TEXT NOT NULL,
+      status       TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'processed')),
+      processed_at TEXT
+    )`
+    yield* sql`CREATE INDEX mcp_events_pending ON mcp_events (status, id)`
+  }),
+  "0004_app_meta": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`CREATE TABLE app_meta (
+      key   TEXT PRIMARY KEY NOT NULL,
+      value TEXT NOT NULL
+    )`
   })
 }
 

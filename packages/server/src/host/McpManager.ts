@@ -39,9 +39,13 @@ import {
 } from "./HostError.js"
 import { McpServerRepo } from "./McpServerRepo.js"
 import { Paths } from "./Paths.js"
+import * as SecretStoreModule from "./SecretStore.js"
 import { SecretStore } from "./SecretStore.js"
 import * as ServerList from "./ServerList.js"
+import { ServerLogs } from "./ServerLogs.js"
 import { StatusRepo } from "./StatusRepo.js"
+import { EventRecorder } from "./EventStore.js"
+import * as Redacted from "effect/Redacted"
 import * as ToolResults from "./ToolResults.js"
 
 /** How the manager behaves; every duration is configurable so tests run in seconds. */
@@ -138,17 +142,17 @@ export const make = (
 ): Effect.Effect<
   Service,
   HostAlreadyRunning | SqlError,
-  McpServerRepo | StatusRepo | SecretStore | Paths | SqlClient.SqlClient | HttpClient.HttpClient | Scope
+  McpServerRepo | StatusRepo | SecretStore | Paths | SqlClient.SqlClient | HttpClient.HttpClient | ServerLogs | EventRecorder | Scope
 > =>
   Effect.gen(function*() {
     const repo = yield* McpServerRepo
     const statuses = yield* StatusRepo
     const paths = yield* Paths
     const sql = yield* SqlClient.SqlClient
-    // Only these two services: the whole context would carry the manager's Scope into each session.
-    const context = Context.make(SecretStore, yield* SecretStore).pipe(
-      Context.add(HttpClient.HttpClient, yield* HttpClient.HttpClient)
-    )
+    const secretStore = yield* SecretStore
+    const http = yield* HttpClient.HttpClient
+    const logs = yield* ServerLogs
+    const recorder = yield* EventRecorder
     const watchInterval = Duration.decode(options.watchInterval ?? "500 millis")
     const heartbeatInterval = Duration.decode(options.heartbeatInterval ?? "2 seconds")
     const restartBase = Duration.decode(options.restartBase ?? "1 second")
@@ -192,10 +196,15 @@ export const make = (
       })
 
     /** One connection's life: connect, record, serve until it ends. Fails when it cannot connect. */
-    const session = (entry: McpServerEntry.McpServerEntry) =>
+    const session = (entry: McpServerEntry.McpServerEntry, secrets: Array<Redacted.Redacted<string>>) =>
       Effect.gen(function*() {
         const name = entry.name
-        const connection = yield* Connector.connect(entry, options).pipe(Effect.provide(context))
+        const resolved = yield* secretStore.resolve(name, entry.config)
+        secrets.splice(0, secrets.length, ...resolved.secrets)
+        const connection = yield* Connector.connectResolved(name, resolved, options, {
+          log: logs.sink(name, resolved.secrets),
+          events: recorder.sink
+        }).pipe(Effect.provideService(HttpClient.HttpClient, http))
         const list = yield* connection.client.tools
         const running: Running = { entry, client: connection.client, pid: connection.pid, tools: list }
         yield* setConnection(name, running)
@@ -223,31 +232,37 @@ export const make = (
         const name = entry.name
         let everConnected = false
         let attempt = 0
+        // The values of this server's secrets: never in a status, a log line or a warning.
+        const secrets: Array<Redacted.Redacted<string>> = []
+        const lifecycle = (text: string) => logs.lifecycle(name, text, secrets)
         while (true) {
           yield* record(name, "starting")
-          const outcome = yield* Effect.either(session(entry))
+          const outcome = yield* Effect.either(session(entry, secrets))
           let reason: string
           if (Either.isLeft(outcome)) {
-            reason = describe(outcome.left)
+            reason = SecretStoreModule.redact(secrets, describe(outcome.left))
             if (!everConnected) {
               // A server that never started is not retried: its row must change (or be re-enabled).
+              yield* lifecycle(`failed to start: ${reason}`)
               yield* Effect.logWarning(`MCP server '${name}' failed to start: ${reason}`)
               return yield* record(name, "failed", { error: reason })
             }
           } else {
             everConnected = true
-            reason = describe(outcome.right.reason)
+            reason = SecretStoreModule.redact(secrets, describe(outcome.right.reason))
+            yield* lifecycle(`disconnected: ${reason}`)
             if (Duration.greaterThanOrEqualTo(Duration.millis(outcome.right.lasted), stableAfter)) attempt = 0
           }
           const delay = Duration.min(Duration.times(restartBase, 2 ** attempt), restartMax)
           attempt++
+          yield* lifecycle(`restarting in ${Duration.format(delay)} (attempt ${attempt})`)
           yield* Effect.logWarning(`MCP server '${name}' stopped: ${reason}; restarting in ${Duration.format(delay)}`)
           yield* record(name, "failed", {
             error: `${reason} — restarting in ${Duration.format(delay)} (attempt ${attempt})`
           })
           yield* Effect.sleep(delay)
         }
-      })
+      }).pipe(Effect.onInterrupt(() => logs.lifecycle(entry.name, "stopped by the host (disabled, removed, replaced or shutting down)")))
 
     const reconcileNow = (force: ReadonlySet<string> = new Set()) =>
       lock.withPermits(1)(Effect.gen(function*() {
@@ -369,5 +384,5 @@ export const layer = (
 ): Layer.Layer<
   McpManager,
   HostAlreadyRunning | SqlError,
-  McpServerRepo | StatusRepo | SecretStore | Paths | SqlClient.SqlClient | HttpClient.HttpClient
+  McpServerRepo | StatusRepo | SecretStore | Paths | SqlClient.SqlClient | HttpClient.HttpClient | ServerLogs | EventRecorder
 > => Layer.scoped(McpManager, make(options))

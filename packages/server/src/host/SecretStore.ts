@@ -30,13 +30,19 @@ export const references = (template: string): ReadonlyArray<string> => [
 
 /** A server config with its references resolved: what the transport is started with. */
 export type Resolved =
-  | {
-    readonly _tag: "stdio"
-    readonly command: string
-    readonly args: ReadonlyArray<string>
-    readonly env: Readonly<Record<string, string>>
+  & (
+    | {
+      readonly _tag: "stdio"
+      readonly command: string
+      readonly args: ReadonlyArray<string>
+      readonly env: Readonly<Record<string, string>>
+    }
+    | { readonly _tag: "http"; readonly url: string; readonly apiKey: Redacted.Redacted<string> | undefined }
+  )
+  & {
+    /** The values the references resolved to: what must never appear in a log line or a status. */
+    readonly secrets: ReadonlyArray<Redacted.Redacted<string>>
   }
-  | { readonly _tag: "http"; readonly url: string; readonly apiKey: Redacted.Redacted<string> | undefined }
 
 const io = <A>(operation: string, path: string, f: () => A) =>
   Effect.try({
@@ -113,7 +119,7 @@ export class SecretStore extends Effect.Service<SecretStore>()("@skald/server/Se
     })
 
     /** Replaces each `${NAME}` from the store, then the environment; fails naming the first unknown one. */
-    const interpolate = (server: string, template: string) =>
+    const interpolate = (server: string, template: string, found?: Array<Redacted.Redacted<string>>) =>
       Effect.gen(function*() {
         const values = new Map<string, string>()
         for (const name of references(template)) {
@@ -121,23 +127,40 @@ export class SecretStore extends Effect.Service<SecretStore>()("@skald/server/Se
           const value = Option.isSome(stored) ? Redacted.value(stored.value) : process.env[name]
           if (value === undefined) return yield* new UnknownSecretReference({ server, variable: name })
           values.set(name, value)
+          found?.push(Redacted.make(value))
         }
         return Redacted.make(template.replace(referencePattern, (_, name: string) => values.get(name)!))
       })
 
     /** Resolves the env values (stdio) or the api key (http) of a config. */
     const resolve = Effect.fn("SecretStore.resolve")(function*(server: string, config: ServerConfig.ServerConfig) {
+      const secrets: Array<Redacted.Redacted<string>> = []
       if (config._tag === "http") {
-        const apiKey = config.apiKey === undefined ? undefined : yield* interpolate(server, config.apiKey)
-        return { _tag: "http", url: config.url, apiKey } satisfies Resolved as Resolved
+        // A literal api key is a secret too.
+        const apiKey = config.apiKey === undefined ? undefined : yield* interpolate(server, config.apiKey, secrets)
+        if (apiKey !== undefined) secrets.push(apiKey)
+        return { _tag: "http", url: config.url, apiKey, secrets } satisfies Resolved as Resolved
       }
       const env: Record<string, string> = {}
       for (const [key, template] of Object.entries(config.env)) {
-        env[key] = Redacted.value(yield* interpolate(server, template))
+        env[key] = Redacted.value(yield* interpolate(server, template, secrets))
       }
-      return { _tag: "stdio", command: config.command, args: config.args, env } satisfies Resolved as Resolved
+      return { _tag: "stdio", command: config.command, args: config.args, env, secrets } satisfies Resolved as Resolved
     })
 
     return { set, get, list, remove, interpolate, resolve } as const
   })
 }) {}
+
+/**
+ * Replaces every occurrence of the given secrets in `text` with `[redacted]` (values shorter than
+ * 4 characters are left alone: redacting them would shred ordinary text).
+ */
+export const redact = (secrets: ReadonlyArray<Redacted.Redacted<string>>, text: string): string => {
+  let out = text
+  for (const secret of secrets) {
+    const value = Redacted.value(secret)
+    if (value.length >= 4 && out.includes(value)) out = out.split(value).join("[redacted]")
+  }
+  return out
+}

@@ -1,0 +1,135 @@
+/**
+ * Per-server log files (the seed's *Per-server logs*): `logs/mcp/<name>.log`, the name sanitized
+ * to `[A-Za-z0-9._-]` (anything else becomes `_`), one line per record:
+ *
+ *     2026-07-03T12:34:56.789Z [stderr]     INFO: server ready
+ *     2026-07-03T12:34:56.789Z [warning]    scraper: rate limit approaching
+ *     2026-07-03T12:34:56.789Z [lifecycle]  failed to start: command not found
+ *
+ * Tags: `[stderr]` (a line of the process's stderr), `[<level>]` (a `notifications/message`
+ * record), `[lifecycle]` (start, start failure and timeout, connect, disconnect, restart). A file
+ * that would grow past 5 MB is first rotated to `<name>.log.1` (one backup kept).
+ *
+ * Servers never wait for the disk: lines go to a bounded in-memory queue that one consumer fiber
+ * drains in batches; when the writer falls that far behind, lines are dropped and the drop is
+ * logged. Known secret values are replaced by `[redacted]` before a line is queued. Every line is
+ * also logged at Debug level (`skald serve --verbose` shows it).
+ *
+ * @since 0.1.0
+ */
+import type { McpLog } from "@skald/mcp"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import type * as Redacted from "effect/Redacted"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { Paths } from "./Paths.js"
+import * as SecretStore from "./SecretStore.js"
+
+/** Files rotate before they would exceed this many bytes. */
+export const MAX_FILE_BYTES = 5 * 1024 * 1024
+
+/** How many lines may wait for the writer before new ones are dropped. */
+export const QUEUE_CAPACITY = 100_000
+
+/** `<name>` with every character outside `[A-Za-z0-9._-]` replaced by `_`. */
+export const sanitize = (name: string): string => name.replace(/[^A-Za-z0-9._-]/g, "_")
+
+/** One formatted line (without the newline). */
+export const formatLine = (at: Date, tag: McpLog.Tag, text: string): string =>
+  `${at.toISOString()} ${`[${tag}]`.padEnd(12)} ${text}`
+
+interface Pending {
+  readonly file: string
+  readonly line: string
+}
+
+/** The per-server log files. */
+export class ServerLogs extends Effect.Service<ServerLogs>()("@skald/server/ServerLogs", {
+  scoped: Effect.gen(function*() {
+    const paths = yield* Paths
+    const queue = yield* Queue.dropping<Pending>(QUEUE_CAPACITY)
+    let dropped = 0
+    const sizes = new Map<string, number>()
+
+    const fileOf = (server: string) => Path.join(paths.mcpLogsDir, `${sanitize(server)}.log`)
+
+    const append = (file: string, text: string) =>
+      Effect.tryPromise(async () => {
+        await Fs.promises.mkdir(Path.dirname(file), { recursive: true })
+        let size = sizes.get(file)
+        if (size === undefined) {
+          size = await Fs.promises.stat(file).then((s) => s.size, () => 0)
+        }
+        const bytes = Buffer.byteLength(text)
+        if (size > 0 && size + bytes > MAX_FILE_BYTES) {
+          await Fs.promises.rename(file, `${file}.1`)
+          size = 0
+        }
+        await Fs.promises.appendFile(file, text)
+        sizes.set(file, size + bytes)
+      })
+
+    /** Writes a batch: each file's lines in order, rotating before a write would cross the limit. */
+    const write = (batch: ReadonlyArray<Pending>) =>
+      Effect.gen(function*() {
+        const byFile = new Map<string, Array<string>>()
+        for (const { file, line } of batch) {
+          const lines = byFile.get(file) ?? []
+          lines.push(line)
+          byFile.set(file, lines)
+        }
+        for (const [file, lines] of byFile) {
+          // Chunks that stay under the limit, so rotation happens between lines, never inside one.
+          let chunk = ""
+          for (const line of lines) {
+            const next = `${line}\n`
+            if (chunk.length > 0 && Buffer.byteLength(chunk) + Buffer.byteLength(next) > 256 * 1024) {
+              yield* append(file, chunk)
+              chunk = ""
+            }
+            chunk += next
+          }
+          if (chunk.length > 0) yield* append(file, chunk)
+        }
+      }).pipe(Effect.catchAll((error) => Effect.logWarning(`could not write an MCP server log: ${String(error.error ?? error)}`)))
+
+    const drain = Effect.gen(function*() {
+      const batch = yield* Queue.takeBetween(queue, 1, 10_000)
+      if (dropped > 0) {
+        const n = dropped
+        dropped = 0
+        yield* Effect.logWarning(`${n} MCP server log lines were dropped: the log writer fell behind`)
+      }
+      yield* write(Array.from(batch))
+    })
+    yield* Effect.forkScoped(Effect.forever(drain))
+    // What is still queued when the host stops is written before the scope closes.
+    yield* Effect.addFinalizer(() => Effect.flatMap(Queue.takeAll(queue), (rest) => write(Array.from(rest))))
+
+    const enqueue = (server: string, tag: McpLog.Tag, text: string) => {
+      const file = fileOf(server)
+      const lines = text.split(/\r?\n/)
+      const at = new Date()
+      for (const line of lines) {
+        if (!queue.unsafeOffer({ file, line: formatLine(at, tag, line) })) dropped++
+      }
+    }
+
+    /** A sink for one server's lines, with its secret values redacted. */
+    const sink = (server: string, secrets: ReadonlyArray<Redacted.Redacted<string>> = []): McpLog.Sink => ({
+      emit: (line) =>
+        Effect.suspend(() => {
+          const text = SecretStore.redact(secrets, line.text)
+          enqueue(server, line.tag, text)
+          return Effect.logDebug(text).pipe(Effect.annotateLogs({ "mcp.server": line.server, "mcp.log": line.tag }))
+        })
+    })
+
+    /** Writes a `[lifecycle]` line. */
+    const lifecycle = (server: string, text: string, secrets: ReadonlyArray<Redacted.Redacted<string>> = []) =>
+      sink(server, secrets).emit({ server, tag: "lifecycle", text })
+
+    return { sink, lifecycle, fileOf } as const
+  })
+}) {}

@@ -117,7 +117,7 @@ describe("skald serve with skald mcp and skald secret from other processes", () 
       const connected = await until(home, "echo connected", (all) => stateOf(all, "echo")?.state === "connected")
       const echoPid = stateOf(connected, "echo")!.pid!
       assert.isTrue(isAlive(echoPid))
-      assert.strictEqual(stateOf(connected, "echo")?.toolCount, 4)
+      assert.strictEqual(stateOf(connected, "echo")?.toolCount, 8)
 
       // Registered from another process while the host runs, with a literal secret moved to the store.
       const literal = `literal-${Crypto.randomUUID()}`

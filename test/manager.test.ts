@@ -36,13 +36,16 @@ describe("McpManager", () => {
       yield* manager.register(everythingEntry("everything"))
       const host = yield* waitForState(manager, "host", "connected")
       yield* waitForState(manager, "everything", "connected")
-      assert.strictEqual(host?.toolCount, 4)
+      assert.strictEqual(host?.toolCount, 8)
       assert.isTrue(isAlive(host!.pid!))
 
       const names = (yield* manager.tools).map((t) => t.name)
       assert.includeMembers(names, ["mcp__host__echo", "mcp__host__env_digest", "mcp__everything__echo"])
       const granted = (yield* manager.toolsFor(["host"])).map((t) => t.name)
-      assert.sameMembers(granted, ["mcp__host__echo", "mcp__host__env_digest", "mcp__host__crash", "mcp__host__pid"])
+      assert.sameMembers(granted, [
+        "mcp__host__echo", "mcp__host__env_digest", "mcp__host__crash", "mcp__host__pid",
+        "mcp__host__flood", "mcp__host__log", "mcp__host__burst", "mcp__host__chatter"
+      ])
 
       assert.strictEqual(text(yield* manager.call("mcp__host__echo", { message: "hello" })), "hello")
       const structured = yield* manager.call("mcp__everything__get-structured-content", { location: "New York" })
@@ -68,7 +71,7 @@ describe("McpManager", () => {
       yield* manager.register(fixtureEntry("everything", "host"))
       yield* eventually(() => !isAlive(everythingPid), "the replaced server's process to exit")
       const replaced = yield* waitForState(manager, "everything", "connected")
-      assert.strictEqual(replaced?.toolCount, 4)
+      assert.strictEqual(replaced?.toolCount, 8)
 
       // Unregister: the row, the status and the process go.
       yield* manager.unregister(again!.name)

@@ -30,3 +30,18 @@ export * as ServerList from "./host/ServerList.js"
 
 /** Host errors. */
 export * as HostError from "./host/HostError.js"
+
+/** Per-server log files. */
+export * as ServerLogs from "./host/ServerLogs.js"
+
+/** Push events: the `mcp_events` table and the recorder. */
+export * as EventStore from "./host/EventStore.js"
+
+/** The host's HTTP endpoints (media files). */
+export * as HttpEndpoints from "./host/HttpEndpoints.js"
+
+/** Importing other hosts' MCP configs. */
+export * as ConfigImport from "./host/ConfigImport.js"
+
+/** The first run's demo server. */
+export * as FirstRun from "./host/FirstRun.js"

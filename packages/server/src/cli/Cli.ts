@@ -13,6 +13,7 @@ import * as Stream from "effect/Stream"
 import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
 import { reportFailures, stdout } from "./Io.js"
 import * as Elicit from "./Elicit.js"
+import * as Events from "./Events.js"
 import * as McpCommands from "./McpCommands.js"
 import * as Output from "./Output.js"
 import * as SecretCommands from "./SecretCommands.js"
@@ -139,7 +140,7 @@ const call = Command.make(
 /** The root command. */
 export const command = Command.make("skald").pipe(
   Command.withDescription("Skald, an Effect-native MCP host. Options come before `--`; the server's command line after it."),
-  Command.withSubcommands([tools, call, McpCommands.command, SecretCommands.command, Serve.command])
+  Command.withSubcommands([tools, call, McpCommands.command, SecretCommands.command, Serve.command, Events.command])
 )
 
 /** Parses and runs a command line (argv without node and the script, already split at `--`). */

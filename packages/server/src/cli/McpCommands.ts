@@ -10,9 +10,14 @@ import { Args, Command, Options } from "@effect/cli"
 import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
 import { Elicitation } from "@skald/mcp"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schedule from "effect/Schedule"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
+import * as ConfigImport from "../host/ConfigImport.js"
 import * as Connector from "../host/Connector.js"
 import { UnknownServer } from "../host/HostError.js"
 import * as McpManager from "../host/McpManager.js"
@@ -22,6 +27,7 @@ import { SecretStore } from "../host/SecretStore.js"
 import * as SecretStoreModule from "../host/SecretStore.js"
 import { EventRecorder } from "../host/EventStore.js"
 import { ServerLogs } from "../host/ServerLogs.js"
+import * as ServerLogs_ from "../host/ServerLogs.js"
 import * as ServerList from "../host/ServerList.js"
 import * as ToolResults from "../host/ToolResults.js"
 import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
@@ -54,11 +60,7 @@ const parsePair = (option: string, text: string) => {
     : Effect.succeed([key, text.slice(at + 1)] as const)
 }
 
-/** The store name a literal secret of this server is moved to: `<SERVER>_<SUFFIX>`, upper-cased. */
-export const secretNameFor = (server: string, suffix: string): string => {
-  const name = `${server}_${suffix}`.toUpperCase().replace(/[^A-Z0-9_]/g, "_")
-  return /^[0-9]/.test(name) ? `_${name}` : name
-}
+const { secretNameFor } = ConfigImport
 
 const isReference = (value: string) => /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(value)
 
@@ -304,8 +306,87 @@ const rm = Command.make("rm", { name: serverName, home: Host.home }, ({ home, na
     })
   ).pipe(reportFailures)).pipe(Command.withDescription("Delete a server's registration and disconnect it (irreversible)."))
 
+const logs = Command.make(
+  "logs",
+  {
+    name: serverName,
+    follow: Options.boolean("follow").pipe(Options.withAlias("f"), Options.withDescription("Keep printing new lines as they are written.")),
+    home: Host.home
+  },
+  ({ follow, home, name }) =>
+    Effect.gen(function*() {
+      yield* parseName(name)
+      const paths = yield* Paths
+      const file = Path.join(paths.mcpLogsDir, `${ServerLogs_.sanitize(name)}.log`)
+      let offset = 0
+      const printNew = Effect.sync(() => {
+        let size: number
+        try {
+          size = Fs.statSync(file).size
+        } catch {
+          return false
+        }
+        if (size < offset) offset = 0 // rotated: the new file starts over
+        if (size > offset) {
+          const fd = Fs.openSync(file, "r")
+          try {
+            const buffer = Buffer.alloc(size - offset)
+            Fs.readSync(fd, buffer, 0, buffer.length, offset)
+            process.stdout.write(buffer)
+          } finally {
+            Fs.closeSync(fd)
+          }
+          offset = size
+        }
+        return true
+      })
+      const found = yield* printNew
+      if (!follow) {
+        if (!found) yield* stderr(`skald: no log yet for '${name}' (${file})`)
+        return
+      }
+      yield* printNew.pipe(Effect.repeat(Schedule.spaced("250 millis")), Effect.asVoid)
+    }).pipe(Effect.provide(Paths.layer(home)), reportFailures)
+).pipe(Command.withDescription("Print a server's log file (logs/mcp/<name>.log): skald mcp logs NAME [--follow]"))
+
+const importFile = Command.make(
+  "import",
+  { file: Args.file({ name: "FILE", exists: "yes" }).pipe(Args.withDescription("A Claude Desktop / .mcp.json or VS Code mcp.json file.")), home: Host.home },
+  ({ file, home }) =>
+    Host.run(
+      home,
+      Effect.gen(function*() {
+        const text = yield* Effect.try({
+          try: () => JSON.parse(Fs.readFileSync(file, "utf8")) as unknown,
+          catch: (e) => new UsageError({ message: `${file} is not valid JSON: ${(e as Error).message}` })
+        })
+        const repo = yield* McpServerRepo
+        const secrets = yield* SecretStore
+        const existing = new Set((yield* repo.list).map((e) => e.name as string))
+        const outcomes = yield* Either.match(ConfigImport.fromJson(text, existing), {
+          onLeft: (message) => Effect.fail(new UsageError({ message: `${file}: ${message}` })),
+          onRight: Effect.succeed
+        })
+        const lines: Array<string> = []
+        for (const outcome of outcomes) {
+          if (outcome._tag === "Skipped") {
+            lines.push(`skipped  ${outcome.source}: ${outcome.reason}`)
+            continue
+          }
+          for (const secret of outcome.secrets) yield* secrets.set(secret.name, Redacted.make(secret.value))
+          yield* repo.upsert(outcome.entry)
+          const renamed = outcome.entry.name === outcome.source ? "" : ` (from ${JSON.stringify(outcome.source)})`
+          const moved = outcome.secrets.length === 0 ? "" : `; secrets moved to the store: ${outcome.secrets.map((s) => s.name).join(", ")}`
+          lines.push(`imported ${outcome.entry.name}${renamed}: ${outcome.entry.config._tag}${outcome.entry.enabled ? "" : ", disabled"}${moved}`)
+        }
+        const imported = outcomes.filter((o) => o._tag === "Imported").length
+        yield* stdout([...lines, `${imported} imported, ${outcomes.length - imported} skipped`].join("\n"))
+      })
+    ).pipe(reportFailures)
+).pipe(Command.withDescription("Import servers from a Claude Desktop / .mcp.json (mcpServers) or VS Code mcp.json (servers) file."))
+
 /** `skald mcp …`. */
 export const command = Command.make("mcp").pipe(
   Command.withDescription("Manage the registered MCP servers."),
-  Command.withSubcommands([add, list, tools, call, toggle(true), toggle(false), rm])
+  Command.withSubcommands([add, list, tools, call, toggle(true), toggle(false), rm, logs, importFile])
 )

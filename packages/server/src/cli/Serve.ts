@@ -1,27 +1,58 @@
 /**
  * `skald serve`: the host in the foreground. Starts the MCP manager on the home's database and
- * runs until interrupted (Ctrl-C or SIGTERM), stopping every server on the way out.
+ * the HTTP endpoints (media files), registers the demo server on the very first run, and runs
+ * until interrupted (Ctrl-C or SIGTERM), stopping every server on the way out. The console
+ * stays quiet (warnings and worse); `--verbose` shows the debug stream, servers' stderr included.
  *
  * @since 0.1.0
  */
-import { Command } from "@effect/cli"
+import { Command, Options } from "@effect/cli"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Option from "effect/Option"
+import * as FirstRun from "../host/FirstRun.js"
+import * as HttpEndpoints from "../host/HttpEndpoints.js"
 import * as McpManager from "../host/McpManager.js"
 import { Paths } from "../host/Paths.js"
 import * as Host from "./Host.js"
 import { reportFailures, stderr } from "./Io.js"
+import * as Settings from "./Settings.js"
+
+const verbose = Options.boolean("verbose").pipe(
+  Options.withAlias("v"),
+  Options.withDescription("Show the debug stream on stderr: servers' stderr and log records, lifecycle, reconciliation.")
+)
 
 /** `skald serve`. */
-export const command = Command.make("serve", { home: Host.home }, ({ home }) =>
+export const command = Command.make("serve", { home: Host.home, verbose }, ({ home, verbose }) =>
   Effect.gen(function*() {
     const options = yield* Host.connectOptions
-    const manager = McpManager.layer(options)
+    const settings = yield* Settings.Settings
+    const services = Host.layer(home)
+    const firstRun = Layer.effectDiscard(
+      Effect.flatMap(FirstRun.ensure, (registered) =>
+        Option.isSome(registered)
+          ? stderr(`skald: first run — registered the offline demo server '${registered.value}' (skald mcp rm ${registered.value} removes it)`)
+          : Effect.void)
+    )
+    const manager = McpManager.layer(options).pipe(Layer.provide(firstRun))
+    const http = HttpEndpoints.layer(
+      { host: settings.host, port: settings.port },
+      (url) => stderr(`skald: HTTP endpoints on ${url} (media under /api/mcp-media/)`)
+    )
     yield* Effect.gen(function*() {
       const paths = yield* Paths
       yield* stderr(`skald: serving MCP servers from ${paths.database} (pid ${process.pid}); Ctrl-C stops`)
       return yield* Effect.never
-    }).pipe(Effect.provide(Layer.provideMerge(manager, Host.layer(home))))
+    }).pipe(
+      Effect.provide(Layer.mergeAll(manager, http).pipe(Layer.provideMerge(services))),
+      verbose ? Logger.withMinimumLogLevel(LogLevel.Debug) : (e) => e
+    )
   }).pipe(reportFailures)).pipe(
-    Command.withDescription("Run the host in the foreground: connects every enabled server and follows the registry live.")
+    Command.withDescription(
+      "Run the host in the foreground: connects every enabled server, follows the registry live, and serves " +
+        "media files on SKALD_HOST:SKALD_PORT (127.0.0.1:8787)."
+    )
   )

@@ -13,6 +13,9 @@ import * as Layer from "effect/Layer"
 export interface Service {
   readonly callTimeout: Duration.Duration
   readonly startTimeout: Duration.Duration
+  /** Where `skald serve` listens. */
+  readonly host: string
+  readonly port: number
 }
 
 const seconds = (name: string, fallback: number) =>
@@ -24,12 +27,20 @@ const seconds = (name: string, fallback: number) =>
 
 /** The settings. */
 export class Settings extends Context.Tag("@skald/server/Settings")<Settings, Service>() {
-  /** From `SKALD_MCP_CALL_TIMEOUT` and `SKALD_MCP_START_TIMEOUT` (seconds, default 120 each). */
+  /**
+   * From `SKALD_MCP_CALL_TIMEOUT` and `SKALD_MCP_START_TIMEOUT` (seconds, default 120 each),
+   * `SKALD_HOST` (127.0.0.1) and `SKALD_PORT` (8787; 0 picks a free port).
+   */
   static readonly layer = Layer.effect(
     Settings,
     Effect.all({
       callTimeout: seconds("SKALD_MCP_CALL_TIMEOUT", 120),
-      startTimeout: seconds("SKALD_MCP_START_TIMEOUT", 120)
+      startTimeout: seconds("SKALD_MCP_START_TIMEOUT", 120),
+      host: Config.nonEmptyString("SKALD_HOST").pipe(Config.withDefault("127.0.0.1")),
+      port: Config.integer("SKALD_PORT").pipe(
+        Config.validate({ message: "SKALD_PORT must be a port number (0-65535)", validation: (n) => n >= 0 && n <= 65535 }),
+        Config.withDefault(8787)
+      )
     })
   )
 }

@@ -54,23 +54,34 @@ export class ServerLogs extends Effect.Service<ServerLogs>()("@skald/server/Serv
 
     const fileOf = (server: string) => Path.join(paths.mcpLogsDir, `${sanitize(server)}.log`)
 
-    const append = (file: string, text: string) =>
+    const sizeOf = (file: string) =>
       Effect.tryPromise(async () => {
+        const known = sizes.get(file)
+        if (known !== undefined) return known
         await Fs.promises.mkdir(Path.dirname(file), { recursive: true })
-        let size = sizes.get(file)
-        if (size === undefined) {
-          size = await Fs.promises.stat(file).then((s) => s.size, () => 0)
-        }
-        const bytes = Buffer.byteLength(text)
-        if (size > 0 && size + bytes > MAX_FILE_BYTES) {
-          await Fs.promises.rename(file, `${file}.1`)
-          size = 0
-        }
-        await Fs.promises.appendFile(file, text)
-        sizes.set(file, size + bytes)
+        return await Fs.promises.stat(file).then((s) => s.size, () => 0)
       })
 
-    /** Writes a batch: each file's lines in order, rotating before a write would cross the limit. */
+    const append = (file: string, text: string, bytes: number) =>
+      Effect.tryPromise(async () => {
+        await Fs.promises.mkdir(Path.dirname(file), { recursive: true })
+        await Fs.promises.appendFile(file, text)
+        sizes.set(file, (sizes.get(file) ?? 0) + bytes)
+      })
+
+    const rotate = (file: string) =>
+      Effect.tryPromise(async () => {
+        // A file removed meanwhile (by hand) just starts over.
+        await Fs.promises.rename(file, `${file}.1`).catch((e: NodeJS.ErrnoException) => {
+          if (e.code !== "ENOENT") throw e
+        })
+        sizes.set(file, 0)
+      })
+
+    /**
+     * Writes a batch: each file's lines in order, in chunks; before a line would take a file past
+     * the limit, the file is rotated (so rotation happens between lines, never inside one).
+     */
     const write = (batch: ReadonlyArray<Pending>) =>
       Effect.gen(function*() {
         const byFile = new Map<string, Array<string>>()
@@ -80,19 +91,34 @@ export class ServerLogs extends Effect.Service<ServerLogs>()("@skald/server/Serv
           byFile.set(file, lines)
         }
         for (const [file, lines] of byFile) {
-          // Chunks that stay under the limit, so rotation happens between lines, never inside one.
+          sizes.set(file, yield* sizeOf(file))
           let chunk = ""
+          let chunkBytes = 0
+          const flush = Effect.suspend(() => {
+            if (chunkBytes === 0) return Effect.void
+            const [text, bytes] = [chunk, chunkBytes]
+            chunk = ""
+            chunkBytes = 0
+            return append(file, text, bytes)
+          })
           for (const line of lines) {
             const next = `${line}\n`
-            if (chunk.length > 0 && Buffer.byteLength(chunk) + Buffer.byteLength(next) > 256 * 1024) {
-              yield* append(file, chunk)
-              chunk = ""
+            const bytes = Buffer.byteLength(next)
+            const size = sizes.get(file)!
+            if (size + chunkBytes > 0 && size + chunkBytes + bytes > MAX_FILE_BYTES) {
+              yield* flush
+              yield* rotate(file)
+            } else if (chunkBytes + bytes > 256 * 1024) {
+              yield* flush
             }
             chunk += next
+            chunkBytes += bytes
           }
-          if (chunk.length > 0) yield* append(file, chunk)
+          yield* flush
         }
-      }).pipe(Effect.catchAll((error) => Effect.logWarning(`could not write an MCP server log: ${String(error.error ?? error)}`)))
+      }).pipe(
+        Effect.catchAll((error) => Effect.logWarning(`could not write an MCP server log: ${String(error.error ?? error)}`))
+      )
 
     const drain = Effect.gen(function*() {
       const batch = yield* Queue.takeBetween(queue, 1, 10_000)

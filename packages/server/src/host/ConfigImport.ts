@@ -1,0 +1,176 @@
+/**
+ * Importing MCP server configs written for other hosts:
+ *
+ * - Claude Desktop's `claude_desktop_config.json` and Claude Code's `.mcp.json`: `{"mcpServers":
+ *   {name: {command, args, env} | {type: "http"|"sse", url, headers}}}`;
+ * - VS Code's `mcp.json`: `{"servers": {name: {type: "stdio", command, args, env} | {type: "http"|"sse",
+ *   url, headers}}, "inputs": […]}`.
+ *
+ * References `${VAR}` and `${env:VAR}` become our `${VAR}`. A literal value of an env key that
+ * looks secret (token, key, secret, password) and a literal bearer token are moved into the
+ * secret store as `<SERVER>_<KEY>` / `<SERVER>_API_KEY`; the entry keeps the reference. What cannot
+ * be expressed is skipped with the reason: VS Code `${input:…}` prompts, `envFile`, headers other
+ * than `Authorization: Bearer`, invalid names, names already registered.
+ *
+ * @since 0.1.0
+ */
+import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
+import * as Either from "effect/Either"
+
+/** A secret to move into the store. */
+export interface SecretToStore {
+  readonly name: string
+  readonly value: string
+}
+
+/** What one source entry became. */
+export type Outcome =
+  | {
+    readonly _tag: "Imported"
+    readonly source: string
+    readonly entry: McpServerEntry.McpServerEntry
+    readonly secrets: ReadonlyArray<SecretToStore>
+  }
+  | { readonly _tag: "Skipped"; readonly source: string; readonly reason: string }
+
+const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** The store name of a moved literal: `<SERVER>_<SUFFIX>`, upper-cased, `[A-Z0-9_]`. */
+export const secretNameFor = (server: string, suffix: string): string => {
+  const name = `${server}_${suffix}`.toUpperCase().replace(/[^A-Z0-9_]/g, "_")
+  return /^[0-9]/.test(name) ? `_${name}` : name
+}
+
+const looksSecret = (key: string) => /token|key|secret|password|passwd|credential/i.test(key)
+
+/** Rewrites `${env:VAR}` to `${VAR}`; fails on forms we cannot resolve (`${input:…}`, `${workspaceFolder}` …). */
+export const mapReferences = (value: string): Either.Either<string, string> => {
+  let problem: string | undefined
+  const mapped = value.replace(/\$\{([^}]*)\}/g, (whole, inner: string) => {
+    const m = /^(?:env:)?([A-Za-z_][A-Za-z0-9_]*)$/.exec(inner)
+    if (m !== null && !/^(workspaceFolder|userHome|pathSeparator|cwd)$/.test(m[1]!)) return `\${${m[1]}}`
+    problem ??= `${whole} cannot be resolved outside the host it was written for`
+    return whole
+  })
+  return problem === undefined ? Either.right(mapped) : Either.left(problem)
+}
+
+const isReference = (value: string) => /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(value)
+
+/** A usable server name from a foreign one, or undefined. */
+const nameFrom = (raw: string): string | undefined => {
+  if (ServerName.isValid(raw)) return raw
+  const cleaned = raw.replace(/[^A-Za-z0-9_-]+/g, "-").replace(/_{2,}/g, "_").replace(/^[_-]+|[_-]+$/g, "").slice(0, 64)
+  return ServerName.isValid(cleaned) ? cleaned : undefined
+}
+
+const one = (source: string, raw: unknown, existing: ReadonlySet<string>): Outcome => {
+  const skip = (reason: string): Outcome => ({ _tag: "Skipped", source, reason })
+  if (!isObject(raw)) return skip("not an object")
+  const name = nameFrom(source)
+  if (name === undefined) return skip("no valid server name can be made from it")
+  if (existing.has(name)) return skip(`a server named '${name}' is already registered (remove it first to re-import)`)
+  const secrets: Array<SecretToStore> = []
+  const type = typeof raw.type === "string" ? raw.type : raw.url !== undefined ? "http" : "stdio"
+  const enabled = raw.disabled !== true
+  const description = typeof raw.description === "string" ? raw.description : undefined
+  const meta = { ...(description === undefined ? {} : { description }), enabled }
+
+  if (type === "stdio") {
+    if (typeof raw.command !== "string" || raw.command.length === 0) return skip("no command")
+    if (raw.envFile !== undefined) return skip("envFile is not supported: put the variables in env")
+    const args = raw.args === undefined ? [] : raw.args
+    if (!Array.isArray(args) || !args.every((a) => typeof a === "string")) return skip("args must be strings")
+    const mappedArgs: Array<string> = []
+    for (const a of args) {
+      const m = mapReferences(a)
+      if (Either.isLeft(m)) return skip(`args: ${m.left}`)
+      mappedArgs.push(m.right)
+    }
+    const env: Record<string, string> = {}
+    if (raw.env !== undefined) {
+      if (!isObject(raw.env)) return skip("env must be an object")
+      for (const [key, value] of Object.entries(raw.env)) {
+        if (typeof value !== "string") return skip(`env ${key} is not a string`)
+        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) return skip(`env ${JSON.stringify(key)} is not a variable name`)
+        const m = mapReferences(value)
+        if (Either.isLeft(m)) return skip(`env ${key}: ${m.left}`)
+        if (looksSecret(key) && !m.right.includes("${") && m.right.length > 0) {
+          const secret = secretNameFor(name, key)
+          secrets.push({ name: secret, value: m.right })
+          env[key] = `\${${secret}}`
+        } else {
+          env[key] = m.right
+        }
+      }
+    }
+    const command = mapReferences(raw.command)
+    if (Either.isLeft(command)) return skip(`command: ${command.left}`)
+    return {
+      _tag: "Imported",
+      source,
+      secrets,
+      entry: McpServerEntry.McpServerEntry.make({
+        name: ServerName.make(name),
+        config: ServerConfig.StdioServerConfig.make({ command: command.right, args: mappedArgs, env }),
+        ...meta
+      })
+    }
+  }
+  if (type === "http" || type === "sse" || type === "streamable-http" || type === "streamableHttp") {
+    if (typeof raw.url !== "string") return skip("no url")
+    const url = mapReferences(raw.url)
+    if (Either.isLeft(url)) return skip(`url: ${url.left}`)
+    if (!URL.canParse(url.right) || !/^https?:$/.test(new URL(url.right).protocol)) return skip("the url is not http(s)")
+    let apiKey: string | undefined
+    if (raw.headers !== undefined) {
+      if (!isObject(raw.headers)) return skip("headers must be an object")
+      for (const [header, value] of Object.entries(raw.headers)) {
+        if (header.toLowerCase() !== "authorization" || typeof value !== "string") {
+          return skip(`header ${header} is not supported (only Authorization: Bearer)`)
+        }
+        const bearer = /^Bearer\s+(.+)$/i.exec(value.trim())
+        if (bearer === null) return skip("an Authorization header that is not a bearer token is not supported")
+        const m = mapReferences(bearer[1]!)
+        if (Either.isLeft(m)) return skip(`Authorization: ${m.left}`)
+        if (isReference(m.right)) {
+          apiKey = m.right
+        } else if (m.right.includes("${")) {
+          return skip("Authorization mixes text and references")
+        } else {
+          const secret = secretNameFor(name, "API_KEY")
+          secrets.push({ name: secret, value: m.right })
+          apiKey = `\${${secret}}`
+        }
+      }
+    }
+    return {
+      _tag: "Imported",
+      source,
+      secrets,
+      entry: McpServerEntry.McpServerEntry.make({
+        name: ServerName.make(name),
+        config: ServerConfig.HttpServerConfig.make(apiKey === undefined ? { url: url.right } : { url: url.right, apiKey }),
+        ...meta
+      })
+    }
+  }
+  return skip(`transport type ${JSON.stringify(type)} is not supported`)
+}
+
+/** The entries of a config file's JSON, each imported or skipped with a reason. */
+export const fromJson = (json: unknown, existing: ReadonlySet<string>): Either.Either<ReadonlyArray<Outcome>, string> => {
+  if (!isObject(json)) return Either.left("the file is not a JSON object")
+  const servers = isObject(json.mcpServers) ? json.mcpServers : isObject(json.servers) ? json.servers : undefined
+  if (servers === undefined) {
+    return Either.left("no `mcpServers` (Claude Desktop, .mcp.json) or `servers` (VS Code mcp.json) object found")
+  }
+  const taken = new Set(existing)
+  const outcomes: Array<Outcome> = []
+  for (const [source, raw] of Object.entries(servers)) {
+    const outcome = one(source, raw, taken)
+    if (outcome._tag === "Imported") taken.add(outcome.entry.name)
+    outcomes.push(outcome)
+  }
+  return Either.right(outcomes)
+}

@@ -14,6 +14,7 @@
  */
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
+import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
@@ -84,7 +85,10 @@ export const isLoopback = (host: string): boolean =>
   host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
 
 /** The server as a layer; `onListening` gets the URL it listens on. */
-export const layer = (options: ListenOptions, onListening: (url: string) => Effect.Effect<void>) =>
+export const layer = (
+  options: ListenOptions,
+  onListening: (url: string) => Effect.Effect<void>
+): Layer.Layer<never, HttpServerError.ServeError | NonLoopbackBind, Paths> =>
   isLoopback(options.host)
     ? Layer.unwrapEffect(Effect.gen(function*() {
       const paths = yield* Paths

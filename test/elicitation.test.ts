@@ -13,35 +13,10 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { everything, fixture } from "./fixtures/fixtures.js"
 import { eventually, expectText, makeLogCapture, readRecords, tempFile } from "./support.js"
+import { accept, scripted } from "./elicitation-support.js"
 
 // --- helpers -------------------------------------------------------------------------------
 
-type Answer = (request: Elicitation.Request) => Effect.Effect<Elicitation.Response>
-
-/** A handler whose answer each test sets, keeping every request it was asked. */
-const scripted = (url: boolean, initial: Answer = () => Effect.succeed({ action: "decline" })) => {
-  const state = {
-    requests: [] as Array<Elicitation.Request>,
-    answer: initial,
-    /** Forgets earlier requests and answers with `answer` from now on. */
-    reset: (answer: Answer) => {
-      state.requests.length = 0
-      state.answer = answer
-    }
-  }
-  const handler: Elicitation.Handler = {
-    url,
-    elicit: (request) =>
-      Effect.suspend(() => {
-        state.requests.push(request)
-        return state.answer(request)
-      })
-  }
-  return { state, handler }
-}
-
-const accept = (content?: Record<string, unknown>): Effect.Effect<Elicitation.Response> =>
-  Effect.succeed(content === undefined ? { action: "accept" } : { action: "accept", content })
 
 /** The only request the handler saw, as a form. */
 const onlyForm = (requests: ReadonlyArray<Elicitation.Request>): Elicitation.FormRequest => {

@@ -4,34 +4,16 @@
  * processes take effect live in the running host.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { type ChildProcess, execFile, spawn } from "node:child_process"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { type Run, runSkald, startServe, stopProcess } from "./cli-support.js"
 import { fixture } from "./fixtures/fixtures.js"
 import { filesUnder, makeHome } from "./host-support.js"
 import { isAlive, processesMatching } from "./support.js"
 
-const root = Path.resolve(import.meta.dirname, "..")
-const skald = Path.join(root, "packages/server/bin/skald.js")
-
-interface Run {
-  readonly status: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
 const run = (home: string, args: ReadonlyArray<string>, input?: string): Promise<Run> =>
-  new Promise((resolve) => {
-    const child = execFile(
-      process.execPath,
-      [skald, ...args],
-      { cwd: root, env: { ...process.env, SKALD_HOME: home } },
-      (error, stdout, stderr) =>
-        resolve({ status: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr })
-    )
-    child.stdin!.end(input ?? "")
-  })
+  runSkald(args, { env: { SKALD_HOME: home }, ...(input === undefined ? {} : { input }) })
 
 interface Summary {
   readonly name: string
@@ -61,27 +43,8 @@ const until = async (home: string, what: string, check: (all: Array<Summary>) =>
 
 const stateOf = (all: Array<Summary>, name: string) => all.find((s) => s.name === name)
 
-const startServe = (home: string): Promise<ChildProcess> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [skald, "serve", "--home", home], {
-      cwd: root,
-      env: { ...process.env, SKALD_HOME: "/nonexistent-the-flag-wins" },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let err = ""
-    child.stderr!.on("data", (d: Buffer) => {
-      err += d.toString()
-      if (err.includes("serving MCP servers")) resolve(child)
-    })
-    child.once("exit", (code) => reject(new Error(`skald serve exited early (${code}): ${err}`)))
-  })
-
-const stop = (child: ChildProcess): Promise<number | null> =>
-  new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve(child.exitCode)
-    child.once("exit", (code) => resolve(code))
-    child.kill("SIGTERM")
-  })
+const startServeHere = (home: string) =>
+  startServe(home, { SKALD_HOME: "/nonexistent-the-flag-wins" }).then((s) => s.child)
 
 const sha = (s: string) => Crypto.createHash("sha256").update(s).digest("hex")
 
@@ -112,7 +75,7 @@ describe("skald serve with skald mcp and skald secret from other processes", () 
     assert.strictEqual(Fs.readFileSync(Path.join(home, "secrets/vars/ECHO_TOKEN"), "utf8"), token)
     assert.strictEqual((await run(home, ["secret", "list"])).stdout, "ECHO_TOKEN\n")
 
-    const serve = await startServe(home)
+    const serve = await startServeHere(home)
     try {
       const connected = await until(home, "echo connected", (all) => stateOf(all, "echo")?.state === "connected")
       const echoPid = stateOf(connected, "echo")!.pid!
@@ -168,7 +131,7 @@ describe("skald serve with skald mcp and skald secret from other processes", () 
         for (const s of [token, literal, key]) assert.notInclude(bytes, s, file)
       }
     } finally {
-      assert.strictEqual(await stop(serve), 143)
+      assert.strictEqual(await stopProcess(serve), 143)
     }
     // The host is gone, and so is every server it ran.
     const after = await list(home)

@@ -5,14 +5,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { HttpEndpoints, McpServerRepo, Paths } from "@skald/server"
 import { Context, Deferred, Effect, Layer } from "effect"
-import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { spawn } from "node:child_process"
+import { root, runSkald, skald, startServe, stopProcess } from "./cli-support.js"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Path from "node:path"
 import { fixtureEntry, makeHome, servicesLayer, startManager, waitForState } from "./host-support.js"
-
-const root = Path.resolve(import.meta.dirname, "..")
-const skald = Path.join(root, "packages/server/bin/skald.js")
 
 /** A GET with the path sent exactly as given (no normalization of `..` or percent-escapes). */
 const rawGet = (base: string, path: string): Promise<{ status: number; type: string | undefined; body: Buffer }> =>
@@ -27,17 +25,7 @@ const rawGet = (base: string, path: string): Promise<{ status: number; type: str
     req.end()
   })
 
-interface Run {
-  readonly status: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-const run = (home: string, args: ReadonlyArray<string>): Promise<Run> =>
-  new Promise((resolve) => {
-    execFile(process.execPath, [skald, ...args], { cwd: root, env: { ...process.env, SKALD_HOME: home } }, (error, stdout, stderr) =>
-      resolve({ status: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr }))
-  })
+const run = (home: string, args: ReadonlyArray<string>) => runSkald(args, { env: { SKALD_HOME: home } })
 
 describe("the media endpoint", () => {
   it.scopedLive("serves a saved PNG with its Content-Type and refuses every other name", () =>
@@ -197,29 +185,6 @@ describe("skald mcp import", () => {
     }))
 })
 
-const startServe = (home: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; stderr: () => string; url: string }> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [skald, "serve", "--home", home], {
-      cwd: root,
-      env: { ...process.env, SKALD_PORT: "0", ...env },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let err = ""
-    child.stderr!.on("data", (d: Buffer) => {
-      err += d.toString()
-      const m = /HTTP endpoints on (http:\/\/127\.0\.0\.1:\d+)/.exec(err)
-      if (m !== null && err.includes("serving MCP servers")) resolve({ child, stderr: () => err, url: m[1]! })
-    })
-    child.once("exit", (code) => reject(new Error(`skald serve exited early (${code}): ${err}`)))
-  })
-
-const stop = (child: ChildProcess): Promise<void> =>
-  new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve()
-    child.once("exit", () => resolve())
-    child.kill("SIGTERM")
-  })
-
 const until = async <A>(what: string, get: () => Promise<A>, ok: (a: A) => boolean, within = 60_000): Promise<A> => {
   const deadline = Date.now() + within
   let last: A = await get()
@@ -274,7 +239,7 @@ describe("the first run", () => {
       assert.strictEqual(got.type, "image/png")
       assert.deepStrictEqual([...got.body.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
     } finally {
-      await stop(first.child)
+      await stopProcess(first.child)
     }
 
     // Removing the demo keeps it removed: the first run happens once.
@@ -284,7 +249,7 @@ describe("the first run", () => {
       assert.notInclude(second.stderr(), "first run")
       assert.deepStrictEqual(await list(home), [])
     } finally {
-      await stop(second.child)
+      await stopProcess(second.child)
     }
   }, 120_000)
 })

@@ -12,6 +12,7 @@ import * as Path from "node:path"
 import * as Zlib from "node:zlib"
 import type { FixtureCommand } from "../fixtures/fixtures.js"
 import { repoRoot } from "../fixtures/fixtures.js"
+import { scripted } from "../elicitation-support.js"
 
 /** The demo server's entry point. */
 export const demoScript = Path.join(repoRoot, "scripts", "demo-server.ts")
@@ -25,30 +26,6 @@ export const demoCommand = (env?: Readonly<Record<string, string>>, args: Readon
 })
 
 // --- elicitation -------------------------------------------------------------------------------
-
-type Answer = (request: Elicitation.Request) => Effect.Effect<Elicitation.Response>
-
-/** A handler whose answer each test sets; it keeps every request it was asked. */
-export const scripted = (url: boolean, initial: Answer = () => Effect.succeed({ action: "decline" })) => {
-  const state = {
-    requests: [] as Array<Elicitation.Request>,
-    answer: initial,
-    /** Forgets earlier requests and answers with `answer` from now on. */
-    reset: (answer: Answer) => {
-      state.requests.length = 0
-      state.answer = answer
-    }
-  }
-  const handler: Elicitation.Handler = {
-    url,
-    elicit: (request) =>
-      Effect.suspend(() => {
-        state.requests.push(request)
-        return state.answer(request)
-      })
-  }
-  return { state, handler }
-}
 
 /** The only request the handler saw, as a form. */
 export const onlyForm = (requests: ReadonlyArray<Elicitation.Request>): Elicitation.FormRequest => {
@@ -253,3 +230,6 @@ export const upwardCrossings = (samples: Int16Array): number => {
   for (let i = 1; i < samples.length; i++) if (samples[i - 1]! < 0 && samples[i]! >= 0) count++
   return count
 }
+
+/** A scripted elicitation handler (shared with the other elicitation tests). */
+export { scripted }

@@ -20,38 +20,14 @@ import * as Path from "node:path"
 import { serveOneTimePage } from "../../scripts/lib/url-elicitation.js"
 import { repoRoot } from "../fixtures/fixtures.js"
 import { eventually, expectText, makeLogCapture } from "../support.js"
+import { scripted, accept, decline, cancel } from "../elicitation-support.js"
 
 const DEMO = Path.join(repoRoot, "scripts", "elicitation-demo.ts")
 
 // --- helpers -------------------------------------------------------------------------------
 
-type Answer = (request: Elicitation.Request) => Effect.Effect<Elicitation.Response>
 
-/** A handler whose answer each test sets, keeping every request it was asked. */
-const scripted = (url: boolean) => {
-  const state = {
-    requests: [] as Array<Elicitation.Request>,
-    answer: (() => Effect.succeed({ action: "decline" })) as Answer,
-    reset: (answer: Answer) => {
-      state.requests.length = 0
-      state.answer = answer
-    }
-  }
-  const handler: Elicitation.Handler = {
-    url,
-    elicit: (request) =>
-      Effect.suspend(() => {
-        state.requests.push(request)
-        return state.answer(request)
-      })
-  }
-  return { state, handler }
-}
 
-const accept = (content?: Record<string, unknown>): Effect.Effect<Elicitation.Response> =>
-  Effect.succeed(content === undefined ? { action: "accept" } : { action: "accept", content })
-const decline: Effect.Effect<Elicitation.Response> = Effect.succeed({ action: "decline" })
-const cancel: Effect.Effect<Elicitation.Response> = Effect.succeed({ action: "cancel" })
 
 const asUrl = (request: Elicitation.Request | undefined): Elicitation.UrlRequest => {
   if (request?._tag !== "Url") return assert.fail(`expected a Url request, got ${request?._tag}`)

@@ -10,7 +10,9 @@ import { root, runSkald, skald, startServe, stopProcess } from "./cli-support.js
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Path from "node:path"
+import { fixture } from "./fixtures/fixtures.js"
 import { fixtureEntry, makeHome, servicesLayer, startManager, waitForState } from "./host-support.js"
+import { isAlive } from "./support.js"
 
 /** A GET with the path sent exactly as given (no normalization of `..` or percent-escapes). */
 const rawGet = (base: string, path: string): Promise<{ status: number; type: string | undefined; body: Buffer }> =>
@@ -248,6 +250,34 @@ describe("the first run", () => {
     try {
       assert.notInclude(second.stderr(), "first run")
       assert.deepStrictEqual(await list(home), [])
+    } finally {
+      await stopProcess(second.child)
+    }
+  }, 120_000)
+})
+
+describe("a host that was killed", () => {
+  it("leaves servers behind that the next host stops before starting its own", async () => {
+    const home = makeHome()
+    const host = fixture("host", undefined, [`orphan-${Date.now()}`])
+    // A server that ignores the end of its stdin (most exit on it when their host dies).
+    assert.strictEqual((await run(home, ["mcp", "add", "survivor", "--env", "HOST_FIXTURE_STAY=1", "--", host.command, ...host.args])).status, 0)
+    const first = await startServe(home)
+    const listed = await until("survivor connected", () => list(home), (l) => l.some((s) => s.name === "survivor" && s.state === "connected"))
+    const pid = (listed.find((s) => s.name === "survivor") as { pid?: number }).pid!
+    // No finalizer runs on SIGKILL: the server (its own process group) lives on.
+    first.child.kill("SIGKILL")
+    await new Promise((r) => first.child.once("exit", r))
+    assert.isTrue(isAlive(pid), "the server outlived the killed host")
+
+    const second = await startServe(home)
+    try {
+      assert.include(second.stderr(), "left running by a previous host")
+      await until("the orphan to be gone", async () => isAlive(pid), (alive) => !alive)
+      const again = await until("survivor connected again", () => list(home), (l) => l.some((s) => s.name === "survivor" && s.state === "connected"))
+      assert.notStrictEqual((again.find((s) => s.name === "survivor") as { pid?: number }).pid, pid)
+      const logs = await run(home, ["mcp", "logs", "survivor"])
+      assert.include(logs.stdout, "[lifecycle]  stopped a process a previous host left running")
     } finally {
       await stopProcess(second.child)
     }

@@ -30,6 +30,7 @@ import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as Connector from "./Connector.js"
+import * as Orphans from "./Orphans.js"
 import {
   HostAlreadyRunning,
   InvalidServerEntry,
@@ -165,6 +166,18 @@ export const make = (
 
     const startedAt = new Date().toISOString()
     const beat = Effect.suspend(() => statuses.beat({ pid: process.pid, startedAt, beatAt: new Date().toISOString() }))
+    // Servers a killed host left behind are stopped first (their pids are still recorded).
+    const leftovers = yield* Effect.all([statuses.all, repo.list])
+    const reaped = yield* Orphans.reap(leftovers[0].flatMap((status) => {
+      const entry = leftovers[1].find((e) => e.name === status.name)
+      return status.pid === undefined || entry === undefined || entry.config._tag !== "stdio"
+        ? []
+        : [{ name: status.name, pid: status.pid, commandLine: [entry.config.command, ...entry.config.args] }]
+    }))
+    for (const name of reaped) {
+      yield* logs.lifecycle(name, "stopped a process a previous host left running")
+      yield* Effect.logWarning(`stopped MCP server '${name}', left running by a previous host that did not shut down`)
+    }
     yield* statuses.clear
     yield* beat
     // Registered before the runners exist, so it runs after they have all stopped.

@@ -79,10 +79,11 @@ export const layer: Layer.Layer<EventRepo, never, SqlClient.SqlClient> = Layer.e
                 ${e.receivedAt}, 'pending')`, { discard: true })
         ),
       list: (options = {}) => {
-        const limit = options.limit ?? -1
-        return (options.pending === true
-          ? sql<Row>`SELECT * FROM mcp_events WHERE status = 'pending' ORDER BY id LIMIT ${limit}`
-          : sql<Row>`SELECT * FROM mcp_events ORDER BY id LIMIT ${limit}`).pipe(Effect.map((rows) => rows.map(fromRow)))
+        const where = options.pending === true ? sql`WHERE status = 'pending'` : sql``
+        const limit = options.limit === undefined ? sql`` : sql`LIMIT ${options.limit}`
+        return sql<Row>`SELECT * FROM mcp_events ${where} ORDER BY id ${limit}`.pipe(
+          Effect.map((rows) => rows.map(fromRow))
+        )
       },
       markProcessed: (ids) =>
         ids.length === 0 ? Effect.succeed(0) : sql<{ id: number }>`UPDATE mcp_events

@@ -3,12 +3,15 @@
  * message is a POST; answers come back as JSON, as an SSE stream, or on the GET stream. Like the
  * stdio transport it only moves messages: the engine above it is the same.
  *
+ * The HTTP is its own (`node:http` / `node:https`, one keep-alive agent per transport, closed with
+ * the scope): a request answered with JSON — nearly every call — is posted and read with plain
+ * callbacks, no fiber per message; everything else (SSE answers, errors, session expiry, the
+ * legacy fallback, the GET stream, resumption, DELETE) runs as Effects whose interruption aborts
+ * their exchange. See docs/transports.md and docs/performance.md.
+ *
  * @since 0.1.0
  */
 import * as Sse from "@effect/experimental/Sse"
-import * as HttpClient from "@effect/platform/HttpClient"
-import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { McpError } from "@skald/domain"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -22,7 +25,7 @@ import * as Mailbox from "effect/Mailbox"
 import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
-import * as Stream from "effect/Stream"
+import * as HttpExchange from "./internal/httpExchange.js"
 import * as JsonRpc from "./JsonRpc.js"
 import * as McpClient from "./McpClient.js"
 import * as McpLog from "./McpLog.js"
@@ -52,24 +55,47 @@ const isObject = (u: unknown): u is Json => typeof u === "object" && u !== null 
 const isRequest = (m: JsonRpc.Message): m is JsonRpc.Request => "method" in m && "id" in m
 const isNotification = (m: JsonRpc.Message): m is JsonRpc.Notification => "method" in m && !("id" in m)
 
-/** Connects to the server; the session lives as long as the scope. */
-export const make = (options: Options): Effect.Effect<Service, never, HttpClient.HttpClient | Scope.Scope> =>
+const contentType = (response: HttpExchange.Response): string =>
+  (HttpExchange.header(response, "content-type") ?? "").toLowerCase()
+
+/** How long opening the GET stream may hold back the next messages (see `startListening`). */
+const LISTEN_ANSWER_TIMEOUT = Duration.seconds(1)
+
+/** A request in flight: how to abort its exchange. */
+interface Inflight {
+  abort: () => void
+}
+
+/**
+ * Connects to the server; the session lives as long as the scope (closing it aborts every
+ * exchange, sends the session's DELETE and closes the connections). Needs no `HttpClient`.
+ */
+export const make = (options: Options): Effect.Effect<Service, never, Scope.Scope> =>
   Effect.gen(function*() {
     const server = options.server
     const url = options.url
     const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES
     const reconnectDelay = Duration.decode(options.reconnectDelay ?? "1 second")
-    const client = yield* HttpClient.HttpClient
+    const closeTimeout = options.closeTimeout ?? "2 seconds"
     const sink = yield* McpLog.McpLogSink
     const log = (tag: McpLog.Tag, text: string) => sink.emit({ server, tag, text })
     const incoming = yield* Mailbox.make<JsonRpc.Incoming, McpError.McpConnectionError>()
     const fibers = yield* FiberSet.make<unknown, never>()
     const runtime = yield* Effect.runtime<never>()
+    const runFork = Runtime.runFork(runtime)
+    // Registered before the closing finalizer below, so closed after it (after the DELETE).
+    const pool = yield* Effect.acquireRelease(
+      Effect.sync(HttpExchange.makePool),
+      (pool) => Effect.sync(() => HttpExchange.destroyPool(pool))
+    )
     const apiKey = options.apiKey === undefined
       ? undefined
       : Redacted.isRedacted(options.apiKey)
       ? options.apiKey
       : Redacted.make(options.apiKey)
+    const extraHeaders: Record<string, string> = {}
+    for (const [name, value] of Object.entries(options.headers ?? {})) extraHeaders[name.toLowerCase()] = value
+    const mainTarget = HttpExchange.target(url)
 
     // --- session state ------------------------------------------------------------------
     let sessionId: string | undefined
@@ -77,30 +103,71 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
     let initialize: JsonRpc.Request | undefined
     /** Legacy HTTP+SSE: the endpoint the server named in its `endpoint` event. */
     let legacyEndpoint: string | undefined
+    let legacyTarget: HttpExchange.Target | Error | undefined
     let closed = false
-    /** Requests in flight, by id: their POST fibers (aborted on cancellation). */
-    const inflight = new Map<JsonRpc.RequestId, Fiber.RuntimeFiber<unknown, never>>()
+    /** Requests in flight, by id: how to abort their exchange (on cancellation and on closing). */
+    const inflight = new Map<JsonRpc.RequestId, Inflight>()
     /** Notification and answer POSTs under way: closing waits for them (bounded). */
     const notifying = new Set<Fiber.RuntimeFiber<unknown, never>>()
     /** Later messages wait until `notifications/initialized` was accepted (ordering). */
     let gate: Deferred.Deferred<void> | undefined
+    let gateOpen = true
+    /** A new session is being started: messages wait for it instead of going out without a session. */
+    let reinitializing = false
     let reinitCount = 0
 
     const headers = (forInitialize: boolean): Record<string, string> => ({
       accept: "application/json, text/event-stream",
-      ...options.headers,
+      ...extraHeaders,
       ...(apiKey !== undefined ? { authorization: `Bearer ${Redacted.value(apiKey)}` } : {}),
       ...(sessionId !== undefined ? { "mcp-session-id": sessionId } : {}),
       ...(!forInitialize && protocolVersion !== undefined ? { "mcp-protocol-version": protocolVersion } : {})
     })
+    /** The headers of a POST; those after initialize are built once per session. */
+    let postHeadersCache: { session?: string | undefined; version?: string | undefined; headers: HttpExchange.Headers } | undefined
+    const postHeaders = (forInitialize: boolean): HttpExchange.Headers => {
+      if (forInitialize) return { ...headers(true), "content-type": "application/json" }
+      const cached = postHeadersCache
+      if (cached !== undefined && cached.session === sessionId && cached.version === protocolVersion) return cached.headers
+      const fresh = { ...headers(false), "content-type": "application/json" }
+      postHeadersCache = { session: sessionId, version: protocolVersion, headers: fresh }
+      return fresh
+    }
+    const postTarget = () => legacyTarget ?? mainTarget
 
+    // What arrives reaches the engine in batches, one per event-loop turn: under load many answers
+    // arrive in one turn, and the engine's reader then wakes once for all of them.
+    let batch: Array<JsonRpc.Incoming> = []
+    let flushing = false
+    const flush = () => {
+      flushing = false
+      if (batch.length === 0) return
+      const out = batch
+      batch = []
+      incoming.unsafeOfferAll(out)
+    }
+    const offer = (message: JsonRpc.Incoming) => {
+      batch.push(message)
+      if (!flushing) {
+        flushing = true
+        setImmediate(flush)
+      }
+    }
+    /** Ends the connection, after what already arrived. */
+    const end = (error: McpError.McpConnectionError) => {
+      flush()
+      incoming.unsafeDone(Exit.fail(error))
+    }
+    const undelivered = (id: JsonRpc.RequestId, error: McpError.McpError) => offer({ _tag: "Undelivered", id, error })
     const fail = (id: JsonRpc.RequestId | undefined, error: McpError.McpError) =>
-      id === undefined
-        ? log("warning", error.message)
-        : Effect.sync(() => void incoming.unsafeOffer({ _tag: "Undelivered", id, error }))
+      id === undefined ? log("warning", error.message) : Effect.sync(() => undelivered(id, error))
+    const tooLarge = () => end(new McpError.McpMessageTooLarge({ server, limitBytes: maxBytes }))
 
     const httpError = (reason: string, status?: number) =>
       new McpError.McpHttpError({ server, url, reason, ...(status !== undefined ? { status } : {}) })
+    const unreachable = (error: Error) => httpError(`could not reach the server: ${String(error)}`)
+    const exchange = (to: HttpExchange.Target | Error, method: string, headers: HttpExchange.Headers, body?: string) =>
+      HttpExchange.exchange(pool, to, method, headers, body).pipe(Effect.mapError(unreachable))
 
     // Tasks live in the session that created them: after a new session, the old ones are gone.
     const taskSessions = new Map<string, string | undefined>()
@@ -121,7 +188,7 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
       for (const item of Array.isArray(value) ? value : [value]) {
         const message = JsonRpc.classify(item)
         if (message === undefined) {
-          Runtime.runFork(runtime)(log("warning", "ignored a value that is not a JSON-RPC 2.0 message"))
+          runFork(log("warning", "ignored a value that is not a JSON-RPC 2.0 message"))
           continue
         }
         if (message._tag === "Response") {
@@ -135,7 +202,7 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
             if ("task" in result || "taskId" in result) noteTask(result)
           }
         }
-        incoming.unsafeOffer(message)
+        offer(message)
       }
     }
 
@@ -147,12 +214,26 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
       }
     }
 
+    /** A JSON answer's body (`undefined`: over the limit): delivered, or what was wrong with it. */
+    const onJsonBody = (status: number, body: Buffer | undefined): McpError.McpHttpError | undefined => {
+      if (body === undefined) {
+        tooLarge()
+        return undefined
+      }
+      const text = body.toString("utf8")
+      const value = parseJson(text)
+      if (value === undefined) {
+        return text.trim().length === 0
+          ? httpError("the server answered with an empty body", status)
+          : httpError("the server answered with a body that is not JSON")
+      }
+      deliver(value)
+      return undefined
+    }
+
     /** Reads an SSE body; calls `onEvent` with each event. Ends with the last event id and retry hint. */
-    const readSse = (
-      response: HttpClientResponse.HttpClientResponse,
-      onEvent: (event: Sse.Event) => void
-    ) =>
-      Effect.gen(function*() {
+    const readSse = (response: HttpExchange.Response, onEvent: (event: Sse.Event) => void) =>
+      Effect.suspend(() => {
         let lastEventId: string | undefined
         let retry: Duration.Duration | undefined
         let tooLarge = false
@@ -174,76 +255,34 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
           if (!tooLarge) onEvent(event)
         }, { maxEventSize: maxBytes })
         const decoder = new TextDecoder()
-        yield* response.stream.pipe(
-          Stream.runForEach((bytes) =>
-            Effect.suspend(() => {
-              bytesSinceEvent += bytes.length
-              if (
-                bytesSinceEvent > maxBytes || parser.feed(decoder.decode(bytes, { stream: true })) !== undefined ||
-                tooLarge
-              ) {
-                tooLarge = true
-                return Effect.fail("too large")
-              }
-              return Effect.void
-            })
-          ),
-          Effect.catchAll(() => Effect.void)
-        )
-        return { lastEventId, retry, tooLarge }
+        return HttpExchange.readEach(response, (bytes) => {
+          bytesSinceEvent += bytes.length
+          if (
+            bytesSinceEvent > maxBytes || parser.feed(decoder.decode(bytes, { stream: true })) !== undefined || tooLarge
+          ) {
+            tooLarge = true
+            return false
+          }
+          return true
+        }).pipe(Effect.map(() => ({ lastEventId, retry, tooLarge })))
       })
-
-    /** Reads a body up to `maxBytes`; `undefined` past it (reading stops there). */
-    const readCapped = (response: HttpClientResponse.HttpClientResponse) => {
-      // A declared length within the limit is read whole (the common case, and the cheap one).
-      const declared = Number(response.headers["content-length"])
-      if (Number.isFinite(declared) && declared <= maxBytes) {
-        return Effect.map(response.arrayBuffer, (bytes) =>
-          bytes.byteLength > maxBytes ? undefined : Buffer.from(bytes).toString("utf8")).pipe(
-          Effect.orElseSucceed(() => "")
-        )
-      }
-      return Effect.gen(function*() {
-        const chunks: Array<Uint8Array> = []
-        let size = 0
-        let over = false
-        yield* response.stream.pipe(
-          Stream.runForEach((bytes) =>
-            Effect.suspend(() => {
-              size += bytes.length
-              if (size > maxBytes) {
-                over = true
-                return Effect.fail("too large")
-              }
-              chunks.push(bytes)
-              return Effect.void
-            })
-          ),
-          Effect.catchAll(() => Effect.void)
-        )
-        return over ? undefined : Buffer.concat(chunks).toString("utf8")
-      })
-    }
 
     const onMessageEvent = (seen?: (id: JsonRpc.RequestId) => void) => (event: Sse.Event) => {
       if (event.event !== "message" && event.event !== "") return
       if (event.data.length === 0) return // priming events carry no data
       const value = parseJson(event.data)
       if (value === undefined) {
-        Runtime.runFork(runtime)(log("warning", "ignored an SSE event whose data is not JSON"))
+        runFork(log("warning", "ignored an SSE event whose data is not JSON"))
         return
       }
       deliver(value, seen)
     }
 
-    const execute = (request: HttpClientRequest.HttpClientRequest) =>
-      client.execute(request).pipe(
-        Effect.mapError((error) =>
-          httpError(
-            error._tag === "RequestError" ? `could not reach the server: ${error.cause ?? error.reason}` : error.message
-          )
-        )
-      )
+    const sseHeaders = (lastEventId: string | undefined): HttpExchange.Headers => ({
+      ...headers(false),
+      accept: "text/event-stream",
+      ...(lastEventId !== undefined ? { "last-event-id": lastEventId } : {})
+    })
 
     // --- resumption: a dropped stream is picked up with a GET carrying Last-Event-ID ---------
     const resume = (
@@ -257,28 +296,20 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
         let wait = retry ?? reconnectDelay
         for (let attempt = 0; attempt < 5 && !done() && !closed; attempt++) {
           yield* Effect.sleep(wait)
-          const response = yield* execute(
-            HttpClientRequest.get(url).pipe(
-              HttpClientRequest.setHeaders({ ...headers(false), accept: "text/event-stream", "last-event-id": last })
-            )
-          )
-          if (response.status !== 200) {
-            return yield* httpError("the server refused to resume a dropped stream", response.status)
-          }
-          const outcome = yield* readSse(response, onMessageEvent(seen))
+          const outcome = yield* Effect.scoped(Effect.gen(function*() {
+            const response = yield* exchange(mainTarget, "GET", sseHeaders(last))
+            if (response.statusCode !== 200) {
+              return yield* httpError("the server refused to resume a dropped stream", response.statusCode)
+            }
+            return yield* readSse(response, onMessageEvent(seen))
+          }))
           if (outcome.lastEventId !== undefined) last = outcome.lastEventId
           if (outcome.retry !== undefined) wait = outcome.retry
         }
         if (!done()) return yield* httpError("a dropped stream could not be resumed")
-      }).pipe(Effect.scoped)
+      })
 
-    // --- one POST --------------------------------------------------------------------------
-    const postTo = (target: string, message: JsonRpc.Message) =>
-      HttpClientRequest.post(target).pipe(
-        HttpClientRequest.setHeaders(headers(isRequest(message) && message.method === "initialize")),
-        HttpClientRequest.bodyText(JSON.stringify(message), "application/json")
-      )
-
+    // --- one POST, in Effect (everything but a request answered with JSON) -------------------
     const post = (message: JsonRpc.Message, retried = false): Effect.Effect<void, McpError.McpHttpError> =>
       Effect.gen(function*() {
         const id = isRequest(message) ? message.id : undefined
@@ -291,41 +322,51 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
         }
         const isInit = isRequest(message) && message.method === "initialize"
         const usedSession = sessionId
-        const response = yield* execute(postTo(legacyEndpoint ?? url, message))
-        const session = response.headers["mcp-session-id"]
+        const response = yield* exchange(postTarget(), "POST", postHeaders(isInit), JSON.stringify(message))
+        return yield* respond(message, response, usedSession, retried)
+      }).pipe(Effect.scoped)
+
+    /** Handles the answer to a POST of `message` (its body is read here, or released by the caller). */
+    const respond = (
+      message: JsonRpc.Message,
+      response: HttpExchange.Response,
+      usedSession: string | undefined,
+      retried: boolean
+    ): Effect.Effect<void, McpError.McpHttpError> =>
+      Effect.gen(function*() {
+        const id = isRequest(message) ? message.id : undefined
+        const isInit = isRequest(message) && message.method === "initialize"
+        const status = response.statusCode ?? 0
+        const session = HttpExchange.header(response, "mcp-session-id")
         if (isInit && session !== undefined) sessionId = session
 
-        if (response.status === 404 && usedSession !== undefined && !isInit && !retried) {
+        if (status === 404 && usedSession !== undefined && !isInit && !retried) {
           // The session expired: the spec says start a new one; we retry the message once.
+          HttpExchange.release(response)
           yield* reinitialize(usedSession)
           return yield* post(message, true)
         }
-        if (isInit && legacyEndpoint === undefined && (response.status === 400 || response.status === 404 ||
-          response.status === 405))
-        {
-          yield* log("lifecycle", `initialize got HTTP ${response.status}: trying the legacy HTTP+SSE transport`)
+        if (isInit && legacyEndpoint === undefined && (status === 400 || status === 404 || status === 405)) {
+          HttpExchange.release(response)
+          yield* log("lifecycle", `initialize got HTTP ${status}: trying the legacy HTTP+SSE transport`)
           yield* openLegacy()
           return yield* post(message, true)
         }
-        if (response.status === 202 || response.status === 204) return
-        if (response.status >= 400) {
-          const body = yield* response.text.pipe(Effect.orElseSucceed(() => ""))
+        if (status === 202 || status === 204) return
+        if (status >= 400) {
+          const body = (yield* HttpExchange.readCapped(response, 64 * 1024))?.toString("utf8") ?? ""
           const detail = body.length > 0 && body.length < 300 ? `: ${body}` : ""
-          return yield* fail(id, httpError(`${isRequest(message) ? message.method : "a message"} failed${detail}`, response.status))
+          return yield* fail(id, httpError(`${isRequest(message) ? message.method : "a message"} failed${detail}`, status))
         }
         if (legacyEndpoint !== undefined) return // legacy: answers come on the SSE stream
-        const type = (response.headers["content-type"] ?? "").toLowerCase()
+        const type = contentType(response)
         if (type.startsWith("text/event-stream")) {
           let answered = id === undefined
           const seen = (got: JsonRpc.RequestId) => {
             if (got === id) answered = true
           }
           const outcome = yield* readSse(response, onMessageEvent(seen))
-          if (outcome.tooLarge) {
-            return yield* Effect.sync(() =>
-              incoming.unsafeDone(Exit.fail(new McpError.McpMessageTooLarge({ server, limitBytes: maxBytes })))
-            )
-          }
+          if (outcome.tooLarge) return tooLarge()
           if (!answered && id !== undefined) {
             if (outcome.lastEventId === undefined) {
               return yield* fail(id, httpError("the server closed the stream before it answered"))
@@ -337,78 +378,149 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
           return
         }
         if (type.startsWith("application/json")) {
-          const text = yield* readCapped(response)
-          if (text === undefined) {
-            return yield* Effect.sync(() =>
-              incoming.unsafeDone(Exit.fail(new McpError.McpMessageTooLarge({ server, limitBytes: maxBytes })))
-            )
-          }
-          if (text.trim().length === 0) {
-            return yield* fail(id, httpError("the server answered with an empty body", response.status))
-          }
-          const value = parseJson(text)
-          if (value === undefined) return yield* fail(id, httpError("the server answered with a body that is not JSON"))
-          return deliver(value)
+          const error = onJsonBody(status, yield* HttpExchange.readCapped(response, maxBytes))
+          if (error !== undefined) return yield* fail(id, error)
+          return
         }
         if (id !== undefined) {
           return yield* fail(id, httpError(`the server answered with content type '${type || "none"}', not JSON or SSE`))
         }
-      }).pipe(Effect.scoped)
+      })
+
+    // --- one request, with callbacks: the hot path -----------------------------------------
+    /**
+     * Posts a request once the session is settled. A JSON answer is read and delivered right in
+     * the response callbacks; anything else is handed to `respond`, in a fiber of its own.
+     */
+    const postFast = (message: JsonRpc.Request, to: HttpExchange.Target) => {
+      const id = message.id
+      const usedSession = sessionId
+      let aborted = false
+      let handler: Fiber.RuntimeFiber<void, never> | undefined
+      const entry: Inflight = { abort: () => {} }
+      const done = () => {
+        if (inflight.get(id) === entry) inflight.delete(id)
+      }
+      const exchange = HttpExchange.start(
+        pool,
+        to,
+        "POST",
+        postHeaders(false),
+        JSON.stringify(message),
+        (response) => {
+          if (closed) return void response.destroy()
+          const status = response.statusCode ?? 0
+          if (
+            status >= 200 && status < 300 && status !== 202 && status !== 204 && legacyEndpoint === undefined &&
+            contentType(response).startsWith("application/json")
+          ) {
+            return HttpExchange.collect(response, maxBytes, (body) => {
+              done()
+              if (aborted || closed) return
+              const error = onJsonBody(status, body)
+              if (error !== undefined) undelivered(id, error)
+            })
+          }
+          if (status === 202 || status === 204) {
+            HttpExchange.release(response)
+            return done()
+          }
+          handler = runFork(respond(message, response, usedSession, false).pipe(
+            Effect.catchAll((error) => fail(id, error)),
+            Effect.ensuring(Effect.sync(() => {
+              HttpExchange.release(response)
+              done()
+            }))
+          ))
+          FiberSet.unsafeAdd(fibers, handler)
+        },
+        (error) => {
+          done()
+          if (!closed) undelivered(id, unreachable(error))
+        }
+      )
+      entry.abort = () => {
+        aborted = true
+        exchange.abort()
+        handler?.unsafeInterruptAsFork(FiberId.none)
+        done()
+      }
+      inflight.set(id, entry)
+    }
 
     // --- session expiry: a new session, once, for everyone who hit the old one ---------------
     const reinitLock = yield* Effect.makeSemaphore(1)
     const reinitialize = (expired: string) =>
-      reinitLock.withPermits(1)(Effect.gen(function*() {
-        if (sessionId !== expired || initialize === undefined) return
-        sessionId = undefined
-        yield* log("lifecycle", "the session expired (HTTP 404): starting a new one")
-        const again = JsonRpc.request(`skald-reinitialize-${++reinitCount}`, "initialize", initialize.params)
-        const response = yield* execute(postTo(url, again))
-        const session = response.headers["mcp-session-id"]
-        if (response.status >= 400) return yield* httpError("could not start a new session", response.status)
-        if (session !== undefined) sessionId = session
-        // Consume the answer ourselves: the engine already initialized.
-        const type = (response.headers["content-type"] ?? "").toLowerCase()
-        if (type.startsWith("text/event-stream")) yield* readSse(response, () => {})
-        else yield* response.text.pipe(Effect.ignore)
-        yield* Effect.scoped(execute(postTo(url, JsonRpc.notification("notifications/initialized"))))
-        // The new session gets its own GET stream at once (the old one belonged to the old session).
-        yield* startListening
-      }).pipe(Effect.scoped))
+      reinitLock.withPermits(1)(
+        Effect.gen(function*() {
+          if (sessionId !== expired || initialize === undefined) return
+          reinitializing = true
+          sessionId = undefined
+          yield* log("lifecycle", "the session expired (HTTP 404): starting a new one")
+          const again = JsonRpc.request(`skald-reinitialize-${++reinitCount}`, "initialize", initialize.params)
+          const response = yield* exchange(mainTarget, "POST", postHeaders(true), JSON.stringify(again))
+          const session = HttpExchange.header(response, "mcp-session-id")
+          const status = response.statusCode ?? 0
+          if (status >= 400) return yield* httpError("could not start a new session", status)
+          if (session !== undefined) sessionId = session
+          // Consume the answer ourselves: the engine already initialized.
+          if (contentType(response).startsWith("text/event-stream")) yield* readSse(response, () => {})
+          else yield* HttpExchange.readCapped(response, maxBytes)
+          yield* Effect.scoped(
+            exchange(mainTarget, "POST", postHeaders(false), JSON.stringify(JsonRpc.notification("notifications/initialized")))
+          )
+          // The new session gets its own GET stream at once (the old one belonged to the old session).
+          yield* startListening
+        }).pipe(
+          Effect.scoped,
+          Effect.ensuring(Effect.sync(() => {
+            reinitializing = false
+          }))
+        )
+      )
 
     // --- the GET stream: server-initiated messages, resumed when it drops ---------------------
-    const listen = Effect.gen(function*() {
-      let lastEventId: string | undefined
-      let wait = reconnectDelay
-      while (!closed) {
-        const response = yield* execute(
-          HttpClientRequest.get(url).pipe(
-            HttpClientRequest.setHeaders({
-              ...headers(false),
-              accept: "text/event-stream",
-              ...(lastEventId !== undefined ? { "last-event-id": lastEventId } : {})
-            })
-          )
-        )
-        if (response.status === 405) return yield* log("lifecycle", "the server offers no GET stream")
-        if (response.status !== 200) {
-          return yield* log("warning", `the GET stream was refused (HTTP ${response.status}); server pushes are off`)
+    /** The GET stream's loop; `answered` is completed once the server answered (or refused) it. */
+    const listen = (answered: Deferred.Deferred<void>) =>
+      Effect.gen(function*() {
+        let lastEventId: string | undefined
+        let wait = reconnectDelay
+        while (!closed) {
+          const outcome = yield* Effect.scoped(Effect.gen(function*() {
+            const response = yield* exchange(mainTarget, "GET", sseHeaders(lastEventId))
+            Deferred.unsafeDone(answered, Exit.void)
+            if (response.statusCode === 405) {
+              yield* log("lifecycle", "the server offers no GET stream")
+              return undefined
+            }
+            if (response.statusCode !== 200) {
+              yield* log("warning", `the GET stream was refused (HTTP ${response.statusCode}); server pushes are off`)
+              return undefined
+            }
+            return yield* readSse(response, onMessageEvent())
+          }))
+          if (outcome === undefined) return
+          if (outcome.lastEventId !== undefined) lastEventId = outcome.lastEventId
+          if (outcome.retry !== undefined) wait = outcome.retry
+          if (closed) return
+          yield* Effect.sleep(wait)
         }
-        const outcome = yield* readSse(response, onMessageEvent())
-        if (outcome.lastEventId !== undefined) lastEventId = outcome.lastEventId
-        if (outcome.retry !== undefined) wait = outcome.retry
-        if (closed) return
-        yield* Effect.sleep(wait)
-      }
-    }).pipe(
-      Effect.scoped,
-      Effect.catchAll((error) => log("warning", `the GET stream failed: ${error.message}`))
-    )
+      }).pipe(
+        Effect.catchAll((error) => log("warning", `the GET stream failed: ${error.message}`)),
+        Effect.ensuring(Effect.sync(() => Deferred.unsafeDone(answered, Exit.void)))
+      )
 
     let listening: Fiber.RuntimeFiber<void, never> | undefined
+    /**
+     * Opens the GET stream (a new one replaces the last), and returns once the server answered it
+     * — bounded by `LISTEN_ANSWER_TIMEOUT` — so a push the server sends while handling the next
+     * request finds the stream there.
+     */
     const startListening = Effect.gen(function*() {
       if (listening !== undefined) yield* Fiber.interrupt(listening)
-      listening = yield* FiberSet.run(fibers, listen)
+      const answered = yield* Deferred.make<void>()
+      listening = yield* FiberSet.run(fibers, listen(answered))
+      yield* Deferred.await(answered).pipe(Effect.timeout(LISTEN_ANSWER_TIMEOUT), Effect.ignore)
     })
 
     // --- legacy HTTP+SSE: GET the stream, wait for its `endpoint`, POST there ------------------
@@ -416,64 +528,75 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
       Effect.gen(function*() {
         const endpoint = yield* Deferred.make<string>()
         const stream = Effect.gen(function*() {
-          const response = yield* execute(
-            HttpClientRequest.get(url).pipe(HttpClientRequest.setHeaders({ ...headers(false), accept: "text/event-stream" }))
-          )
-          if (response.status !== 200) {
-            return yield* httpError("neither streamable HTTP nor the legacy SSE transport is served here", response.status)
+          const response = yield* exchange(mainTarget, "GET", { ...headers(false), accept: "text/event-stream" })
+          if (response.statusCode !== 200) {
+            return yield* httpError("neither streamable HTTP nor the legacy SSE transport is served here", response.statusCode)
           }
           yield* readSse(response, (event) => {
             if (event.event === "endpoint") Deferred.unsafeDone(endpoint, Exit.succeed(new URL(event.data, url).href))
             else onMessageEvent()(event)
           })
-          if (!closed) {
-            incoming.unsafeDone(Exit.fail(httpError("the server closed its legacy SSE stream")))
-          }
+          if (!closed) end(httpError("the server closed its legacy SSE stream"))
         }).pipe(Effect.scoped)
         yield* FiberSet.run(fibers, stream.pipe(Effect.catchAll((error) =>
           Effect.sync(() => {
             Deferred.unsafeDone(endpoint, Exit.die(error))
-            incoming.unsafeDone(Exit.fail(error))
+            end(error)
           })
         )))
-        legacyEndpoint = yield* Deferred.await(endpoint).pipe(
+        const named = yield* Deferred.await(endpoint).pipe(
           Effect.catchAllDefect(() => Effect.fail(httpError("the legacy SSE stream ended before it named an endpoint")))
         )
+        legacyEndpoint = named
+        legacyTarget = HttpExchange.target(named)
         yield* log("lifecycle", `legacy HTTP+SSE transport: posting to ${legacyEndpoint}`)
       })
 
     // --- send ------------------------------------------------------------------------------
     const send = (message: JsonRpc.Message) => {
       if (closed) return
-      if (isRequest(message) && message.method === "initialize") initialize = message
+      if (isRequest(message)) {
+        if (message.method === "initialize") initialize = message
+        else if (gateOpen && !reinitializing && staleTask(message) === undefined) {
+          const to = postTarget()
+          if (!(to instanceof Error)) return postFast(message, to)
+        }
+      }
       if (isNotification(message) && message.method === "notifications/cancelled") {
         // Abort the cancelled request's own exchange, then tell the server.
         const params = isObject(message.params) ? message.params : {}
         const id = params.requestId
-        const fiber = typeof id === "string" || typeof id === "number" ? inflight.get(id) : undefined
-        if (fiber !== undefined) Runtime.runFork(runtime)(Fiber.interruptFork(fiber))
+        if (typeof id === "string" || typeof id === "number") inflight.get(id)?.abort()
       }
       const waitFor = gate
       const opensGate = isNotification(message) && message.method === "notifications/initialized"
       const opened = opensGate ? Deferred.unsafeMake<void>(FiberId.none) : undefined
-      if (opened !== undefined) gate = opened
+      if (opened !== undefined) {
+        gate = opened
+        gateOpen = false
+      }
       const work = Effect.gen(function*() {
         if (waitFor !== undefined) yield* Deferred.await(waitFor)
+        if (reinitializing) yield* reinitLock.withPermits(1)(Effect.void)
         yield* post(message).pipe(Effect.catchAll((error) => fail(isRequest(message) ? message.id : undefined, error)))
         if (opened !== undefined) {
-          Deferred.unsafeDone(opened, Exit.void)
           if (legacyEndpoint === undefined) yield* startListening
+          Deferred.unsafeDone(opened, Exit.void)
+          if (gate === opened) gateOpen = true
         }
-      }).pipe(
-        Effect.ensuring(Effect.sync(() => {
-          if (isRequest(message)) inflight.delete(message.id)
-        }))
-      )
-      const running = Runtime.runFork(runtime)(work)
-      FiberSet.unsafeAdd(fibers, running)
-      if (isRequest(message)) inflight.set(message.id, running)
-      else {
+      })
+      if (isRequest(message)) {
+        let running: Fiber.RuntimeFiber<void, never> | undefined
+        const entry: Inflight = { abort: () => running?.unsafeInterruptAsFork(FiberId.none) }
+        inflight.set(message.id, entry)
+        running = runFork(work.pipe(Effect.ensuring(Effect.sync(() => {
+          if (inflight.get(message.id) === entry) inflight.delete(message.id)
+        }))))
+        FiberSet.unsafeAdd(fibers, running)
+      } else {
         // Notifications (a last notifications/cancelled) still go out when the scope closes.
+        const running = runFork(work)
+        FiberSet.unsafeAdd(fibers, running)
         notifying.add(running)
         running.addObserver(() => notifying.delete(running))
       }
@@ -486,16 +609,18 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
         // Let what was already sent — a cancellation, an answer — reach the server, then stop the rest.
         yield* Fiber.awaitAll([...notifying]).pipe(
           Effect.interruptible,
-          Effect.timeout(options.closeTimeout ?? "2 seconds"),
+          Effect.timeout(closeTimeout),
           Effect.ignore
         )
         yield* FiberSet.clear(fibers)
+        for (const entry of [...inflight.values()]) entry.abort()
+        inflight.clear()
         if (sessionId !== undefined && legacyEndpoint === undefined) {
           // Finalizers run uninterruptibly: the DELETE must be interruptible for its bound to hold.
-          yield* execute(HttpClientRequest.del(url).pipe(HttpClientRequest.setHeaders(headers(false)))).pipe(
+          yield* exchange(mainTarget, "DELETE", headers(false)).pipe(
             Effect.scoped,
             Effect.interruptible,
-            Effect.timeout(options.closeTimeout ?? "2 seconds"),
+            Effect.timeout(closeTimeout),
             Effect.ignore
           )
         }
@@ -506,19 +631,17 @@ export const make = (options: Options): Effect.Effect<Service, never, HttpClient
   })
 
 /** The HTTP transport as a scoped layer. */
-export const layer = (options: Options): Layer.Layer<Transport, never, HttpClient.HttpClient> =>
-  Layer.scoped(Transport, make(options))
+export const layer = (options: Options): Layer.Layer<Transport> => Layer.scoped(Transport, make(options))
 
 /** Connects a client to an HTTP server, both living as long as the scope. */
 export const client = (
   options: Options,
   clientOptions?: McpClient.Options
-): Effect.Effect<McpClient.Service, McpError.McpError, HttpClient.HttpClient | Scope.Scope> =>
+): Effect.Effect<McpClient.Service, McpError.McpError, Scope.Scope> =>
   McpClient.make(clientOptions).pipe(Effect.provideServiceEffect(Transport, make(options)))
 
 /** A client of an HTTP server as one scoped layer. */
 export const layerClient = (
   options: Options,
   clientOptions?: McpClient.Options
-): Layer.Layer<McpClient.McpClient, McpError.McpError, HttpClient.HttpClient> =>
-  Layer.scoped(McpClient.McpClient, client(options, clientOptions))
+): Layer.Layer<McpClient.McpClient, McpError.McpError> => Layer.scoped(McpClient.McpClient, client(options, clientOptions))

@@ -2,7 +2,6 @@
  * Helpers for the HTTP tests: start an HTTP fixture server (or server-everything) as a scoped
  * child process on 127.0.0.1 and learn its URL, and connect a client to a URL.
  */
-import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import type { McpError } from "@skald/domain"
 import { HttpTransport, McpClient } from "@skald/mcp"
 import { Context, Effect, Layer } from "effect"
@@ -137,15 +136,13 @@ export interface HttpConnectOptions {
   readonly client?: McpClient.Options
 }
 
-/** The HTTP transport + client layer for `url` (on NodeHttpClient). */
+/** The HTTP transport + client layer for `url`. */
 export const httpClientLayer = (
   server: string,
   url: string,
   options: HttpConnectOptions = {}
 ): Layer.Layer<McpClient.McpClient, McpError.McpError> =>
-  HttpTransport.layerClient({ server, url, ...options.transport }, options.client).pipe(
-    Layer.provide(NodeHttpClient.layer)
-  )
+  HttpTransport.layerClient({ server, url, ...options.transport }, options.client)
 
 /** Connects a client to `url` that lives as long as the current scope. */
 export const connectHttp = (

@@ -3,7 +3,6 @@
  * as `node build/root/test/conformance/client.js <server-url>` with MCP_CONFORMANCE_SCENARIO set.
  * It is Skald's HTTP client doing what each scenario asks; it exits non-zero on any failure.
  */
-import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Elicitation, HttpTransport, McpClient } from "@skald/mcp"
 import { Effect, Logger, LogLevel } from "effect"
 
@@ -34,7 +33,6 @@ const program = Effect.gen(function*() {
 program.pipe(
   Effect.scoped,
   Effect.provideService(Elicitation.ElicitationHandler, acceptWithDefaults),
-  Effect.provide(NodeHttpClient.layer),
   Logger.withMinimumLogLevel(LogLevel.Info),
   Effect.runPromise
 ).then(

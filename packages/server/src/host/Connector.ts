@@ -5,7 +5,6 @@
  *
  * @since 0.1.0
  */
-import type * as HttpClient from "@effect/platform/HttpClient"
 import type { McpError, McpServerEntry } from "@skald/domain"
 import { HttpTransport, McpClient, McpEvents, McpLog, StdioTransport, Transport } from "@skald/mcp"
 import * as Duration from "effect/Duration"
@@ -45,7 +44,7 @@ export const connectResolved = (
   resolved: Resolved,
   options: Options,
   sinks: Sinks = {}
-): Effect.Effect<Connection, McpError.McpError | StartTimeout, HttpClient.HttpClient | Scope.Scope> =>
+): Effect.Effect<Connection, McpError.McpError | StartTimeout, Scope.Scope> =>
   Effect.gen(function*() {
     const clientOptions: McpClient.Options = { startTimeout: options.startTimeout, callTimeout: options.callTimeout }
     const transport = resolved._tag === "stdio"
@@ -74,7 +73,7 @@ export const connect = (
   entry: McpServerEntry.McpServerEntry,
   options: Options,
   sinks: (secrets: Resolved["secrets"]) => Sinks = () => ({})
-): Effect.Effect<Connection, ConnectError, SecretStore | HttpClient.HttpClient | Scope.Scope> =>
+): Effect.Effect<Connection, ConnectError, SecretStore | Scope.Scope> =>
   Effect.gen(function*() {
     const resolved = yield* (yield* SecretStore).resolve(entry.name, entry.config)
     return yield* connectResolved(entry.name, resolved, options, sinks(resolved.secrets))

@@ -1,10 +1,9 @@
 /**
  * Everything the host's parts stand on, from one home: the database with its repositories, the
- * secret store, and an HTTP client (undici, pooled keep-alive) for remote servers.
+ * secret store, the per-server logs and the event recorder.
  *
  * @since 0.1.0
  */
-import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Layer from "effect/Layer"
 import * as Database from "./Database.js"
 import * as EventStore from "./EventStore.js"
@@ -16,11 +15,11 @@ import * as StatusRepo from "./StatusRepo.js"
 
 /**
  * The host's services over the given paths (which it also provides): the database and its
- * repositories, the secret store, the per-server log writer, the event recorder, an HTTP client.
+ * repositories, the secret store, the per-server log writer, the event recorder.
  */
 export const layer = <E, R>(paths: Layer.Layer<Paths, E, R>) => {
   const database = Database.layer.pipe(Layer.provide(paths))
   const repos = Layer.mergeAll(McpServerRepo.layer, StatusRepo.layer, EventStore.layer).pipe(Layer.provideMerge(database))
   const runtime = Layer.mergeAll(ServerLogs.Default, EventStore.EventRecorder.Default).pipe(Layer.provideMerge(repos))
-  return Layer.mergeAll(runtime, SecretStore.Default, NodeHttpClient.layerUndici).pipe(Layer.provideMerge(paths))
+  return Layer.mergeAll(runtime, SecretStore.Default).pipe(Layer.provideMerge(paths))
 }

@@ -12,7 +12,6 @@
  *
  * @since 0.1.0
  */
-import * as HttpClient from "@effect/platform/HttpClient"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { McpError, McpServerEntry, McpTool, ServerName, ToolResult } from "@skald/domain"
@@ -143,7 +142,7 @@ export const make = (
 ): Effect.Effect<
   Service,
   HostAlreadyRunning | SqlError,
-  McpServerRepo | StatusRepo | SecretStore | Paths | SqlClient.SqlClient | HttpClient.HttpClient | ServerLogs | EventRecorder | Scope
+  McpServerRepo | StatusRepo | SecretStore | Paths | SqlClient.SqlClient | ServerLogs | EventRecorder | Scope
 > =>
   Effect.gen(function*() {
     const repo = yield* McpServerRepo
@@ -151,7 +150,6 @@ export const make = (
     const paths = yield* Paths
     const sql = yield* SqlClient.SqlClient
     const secretStore = yield* SecretStore
-    const http = yield* HttpClient.HttpClient
     const logs = yield* ServerLogs
     const recorder = yield* EventRecorder
     const watchInterval = Duration.decode(options.watchInterval ?? "500 millis")
@@ -217,7 +215,7 @@ export const make = (
         const connection = yield* Connector.connectResolved(name, resolved, options, {
           log: logs.sink(name, resolved.secrets),
           events: recorder.sink
-        }).pipe(Effect.provideService(HttpClient.HttpClient, http))
+        })
         const list = yield* connection.client.tools
         const running: Running = { entry, client: connection.client, pid: connection.pid, tools: list }
         yield* setConnection(name, running)
@@ -397,5 +395,5 @@ export const layer = (
 ): Layer.Layer<
   McpManager,
   HostAlreadyRunning | SqlError,
-  McpServerRepo | StatusRepo | SecretStore | Paths | SqlClient.SqlClient | HttpClient.HttpClient | ServerLogs | EventRecorder
+  McpServerRepo | StatusRepo | SecretStore | Paths | SqlClient.SqlClient | ServerLogs | EventRecorder
 > => Layer.scoped(McpManager, make(options))

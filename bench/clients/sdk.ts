@@ -1,14 +1,14 @@
 /** The official SDK client (`@modelcontextprotocol/sdk`) over its stdio transport. */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { type Driver, isHttp, report, runWorkload, serverCommand, startHttpServer } from "./workload.js"
 
 const connect = async (): Promise<Driver> => {
   const kind = process.argv[2] ?? "raw"
   const http = isHttp(kind) ? await startHttpServer(kind) : undefined
+  // The HTTP transport is loaded only for the HTTP runs (as the Skald harness loads its HTTP client).
   const transport = http !== undefined
-    ? new StreamableHTTPClientTransport(new URL(http.url))
+    ? new (await import("@modelcontextprotocol/sdk/client/streamableHttp.js")).StreamableHTTPClientTransport(new URL(http.url))
     : new StdioClientTransport({ ...serverCommand(kind), stderr: "inherit" })
   const client = new Client({ name: "sdk-bench", version: "1.0.0" })
   await client.connect(transport)

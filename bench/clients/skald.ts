@@ -1,36 +1,30 @@
 /** Skald's client (`@skald/mcp`), running the workload natively in Effect. */
-import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import type { McpError } from "@skald/domain"
 import { HttpTransport, McpClient, StdioTransport } from "@skald/mcp"
-import { Effect } from "effect"
+import { Effect, type Scope } from "effect"
 import { config, cpuMicros, isHttp, now, report, serverCommand, startHttpServer, summarize } from "./workload.js"
-
-// undici, as the CLI uses (see packages/server/src/cli/Target.ts for why).
-const keepAlive = NodeHttpClient.layerUndici
 
 const text = (outcome: McpClient.CallOutcome): string => (outcome.result._tag === "Text" ? outcome.result.text : "")
 
-const check = (outcome: McpClient.CallOutcome, expected: string) =>
-  text(outcome) === expected ? Effect.void : Effect.die(new Error(`unexpected result ${text(outcome).slice(0, 80)}`))
+/** A wrong answer is a defect of the run (thrown inside `Effect.gen`). */
+const check = (outcome: McpClient.CallOutcome, expected: string) => {
+  if (text(outcome) !== expected) throw new Error(`unexpected result ${text(outcome).slice(0, 80)}`)
+}
 
-const program = Effect.gen(function*() {
-  const kind = process.argv[2] ?? "raw"
-  const http = isHttp(kind) ? yield* Effect.promise(() => startHttpServer(kind)) : undefined
-  if (http !== undefined) yield* Effect.addFinalizer(() => Effect.sync(http.stop))
+const program = <R>(connect: Effect.Effect<McpClient.Service, McpError.McpError, R | Scope.Scope>) => Effect.gen(function*() {
   const t0 = now()
-  const client = http !== undefined
-    ? yield* HttpTransport.client({ server: "bench", url: http.url })
-    : yield* StdioTransport.client({ server: "bench", ...serverCommand(kind) })
+  const client = yield* connect
   const connectMs = now() - t0
-  const call = (message: string) => Effect.flatMap(client.callTool("echo", { message }), (o) => check(o, message))
 
   const tools = (yield* client.refreshTools).tools.length
-  for (let i = 0; i < config.warmup; i++) yield* call(`w${i}`)
+  // Each call as a user writes it: `yield*` the call, then a plain check (as the Promise clients do).
+  for (let i = 0; i < config.warmup; i++) check(yield* client.callTool("echo", { message: `w${i}` }), `w${i}`)
 
   const latencies: Array<number> = []
   const seqStart = now()
   for (let i = 0; i < config.sequential; i++) {
     const start = now()
-    yield* call(`s${i}`)
+    check(yield* client.callTool("echo", { message: `s${i}` }), `s${i}`)
     latencies.push(now() - start)
   }
   const seqElapsed = now() - seqStart
@@ -41,7 +35,10 @@ const program = Effect.gen(function*() {
     Effect.gen(function*() {
       let next = 0
       const worker = Effect.gen(function*() {
-        while (next < total) yield* call(`c${next++}`)
+        while (next < total) {
+          const message = `c${next++}`
+          check(yield* client.callTool("echo", { message }), message)
+        }
       })
       const start = now()
       yield* Effect.all(Array.from({ length: concurrency }, () => worker), { concurrency: "unbounded", discard: true })
@@ -69,5 +66,16 @@ const program = Effect.gen(function*() {
   return { connectMs, tools, latencies, seqElapsed, c64, c256, cpuUsPerCall, bigMBps, lists }
 })
 
-// The HTTP client lives as long as the whole run (a layer provided to one effect ends with it).
-report(summarize(await Effect.runPromise(Effect.scoped(program).pipe(Effect.provide(keepAlive)))))
+const kind = process.argv[2] ?? "raw"
+// The HTTP transport brings its own HTTP (pooled keep-alive node:http, as the CLI uses it): no
+// HttpClient layer to load or provide.
+const measured = isHttp(kind)
+  ? await Effect.runPromise(
+    Effect.scoped(Effect.gen(function*() {
+      const http = yield* Effect.promise(() => startHttpServer(kind))
+      yield* Effect.addFinalizer(() => Effect.sync(http.stop))
+      return yield* program(HttpTransport.client({ server: "bench", url: http.url }))
+    }))
+  )
+  : await Effect.runPromise(Effect.scoped(program(StdioTransport.client({ server: "bench", ...serverCommand(kind) }))))
+report(summarize(measured))

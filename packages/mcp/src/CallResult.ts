@@ -50,20 +50,75 @@ const decode = (data: unknown): Uint8Array | undefined => {
 export const unsafeInstance = <A>(Class: { readonly prototype: A }, fields: object): A =>
   Object.assign(Object.create(Class.prototype as object) as object, fields) as A
 
+// The two results of nearly every call, built by plain constructor functions sharing the classes'
+// prototypes: one allocation each, always the same object shape (as `unsafeInstance` builds them).
+interface TextFields {
+  text: string
+  isError: boolean
+  _tag: "Text"
+}
+interface JsonFields {
+  value: unknown
+  isError: boolean
+  _tag: "Json"
+}
+const TextInstance = function(this: TextFields, text: string, isError: boolean) {
+  this.text = text
+  this.isError = isError
+  this._tag = "Text"
+} as unknown as new(text: string, isError: boolean) => McpCallResult.McpText
+TextInstance.prototype = McpCallResult.McpText.prototype
+const JsonInstance = function(this: JsonFields, value: unknown, isError: boolean) {
+  this.value = value
+  this.isError = isError
+  this._tag = "Json"
+} as unknown as new(value: unknown, isError: boolean) => McpCallResult.McpJson
+JsonInstance.prototype = McpCallResult.McpJson.prototype
+
+const noWarnings: ReadonlyArray<string> = Object.freeze([])
+
 /**
  * Classifies a `CallToolResult`: a task handle first (when the call asked for a task), then Media
  * when at least one media block is present, then Json when `structuredContent` is present (it is
  * canonical), else the text items joined with newlines. `isError` is kept on every variant.
  */
 export const extract = (wire: unknown, options?: { readonly taskRequested?: boolean }): Extracted => {
-  const warnings: Array<string> = []
   if (options?.taskRequested === true) {
     const task = parseCreateTask(wire)
-    if (task !== undefined) return { result: task, warnings }
+    if (task !== undefined) return { result: task, warnings: [] }
   }
   const result = isObject(wire) ? wire : {}
   const isError = result.isError === true
   const content = Array.isArray(result.content) ? result.content : []
+  const hasStructured = "structuredContent" in result && result.structuredContent !== undefined
+  // The common answer — text blocks only — is read without building any list.
+  let text = ""
+  let texts = 0
+  let i = 0
+  for (; i < content.length; i++) {
+    const block = content[i]
+    if (!isObject(block) || block.type !== "text") break
+    if (typeof block.text !== "string") continue
+    text = texts === 0 ? block.text : `${text}\n${block.text}`
+    texts++
+  }
+  if (i === content.length) {
+    return {
+      result: hasStructured ? new JsonInstance(result.structuredContent, isError) : new TextInstance(text, isError),
+      warnings: noWarnings
+    }
+  }
+  return extractMixed(result, content, isError, hasStructured)
+}
+
+/** Any other answer: media, embedded resources, links, blocks of unknown types. */
+const extractMixed = (
+  result: Json,
+  content: ReadonlyArray<unknown>,
+  isError: boolean,
+  hasStructured: boolean
+): Extracted => {
+  const warnings: Array<string> = []
   const texts: Array<string> = []
   const items: Array<McpCallResult.McpMedia> = []
   for (const block of content) {
@@ -119,7 +174,6 @@ export const extract = (wire: unknown, options?: { readonly taskRequested?: bool
     }
   }
   const text = texts.join("\n")
-  const hasStructured = "structuredContent" in result && result.structuredContent !== undefined
   if (items.length > 0) {
     return {
       result: new McpCallResult.McpMediaResult({
@@ -131,9 +185,6 @@ export const extract = (wire: unknown, options?: { readonly taskRequested?: bool
       warnings
     }
   }
-  if (hasStructured) {
-    const json = { value: result.structuredContent, isError, _tag: "Json" as const }
-    return { result: unsafeInstance(McpCallResult.McpJson, json), warnings }
-  }
-  return { result: unsafeInstance(McpCallResult.McpText, { text, isError, _tag: "Text" as const }), warnings }
+  if (hasStructured) return { result: new JsonInstance(result.structuredContent, isError), warnings }
+  return { result: new TextInstance(text, isError), warnings }
 }

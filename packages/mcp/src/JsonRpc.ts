@@ -108,10 +108,26 @@ export const classify = (u: unknown): Classified | undefined => {
     if (!("id" in m)) return { _tag: "Notification", message: m as unknown as Notification }
     if (isId(m.id)) return { _tag: "Request", message: m as unknown as Request }
   }
-  if ("result" in m && isId(m.id)) return { _tag: "Response", message: m as unknown as Success }
-  if ("error" in m && isErrorObject(m.error) && (m.id === null || isId(m.id))) {
-    return { _tag: "Response", message: m as unknown as Failure }
-  }
+  const response = responseOf(m)
+  return response === undefined ? undefined : { _tag: "Response", message: response }
+}
+
+/**
+ * The value itself when `classify` would call it a response, else `undefined` — without the
+ * classification wrapper (the stdio transport's hot path: most messages are responses).
+ */
+export const asResponse = (u: unknown): Success | Failure | undefined => {
+  if (typeof u !== "object" || u === null || Array.isArray(u)) return undefined
+  const m = u as Record<string, unknown>
+  if (m.jsonrpc !== "2.0") return undefined
+  if (typeof m.method === "string" && (!("id" in m) || isId(m.id))) return undefined
+  return responseOf(m)
+}
+
+/** The response part of `classify`, for a `jsonrpc: "2.0"` object that is not a request or notification. */
+const responseOf = (m: Record<string, unknown>): Success | Failure | undefined => {
+  if ("result" in m && isId(m.id)) return m as unknown as Success
+  if ("error" in m && isErrorObject(m.error) && (m.id === null || isId(m.id))) return m as unknown as Failure
   return undefined
 }
 

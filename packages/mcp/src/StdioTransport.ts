@@ -14,6 +14,7 @@ import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as ChildProcess from "node:child_process"
+import * as DirectDelivery from "./internal/directDelivery.js"
 import * as LineFramer from "./internal/lineFramer.js"
 import * as JsonRpc from "./JsonRpc.js"
 import * as McpLog from "./McpLog.js"
@@ -134,7 +135,9 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
     child.stderr!.on("data", stderrFramer.push)
     child.stderr!.on("error", () => {})
 
-    // stdout: newline-delimited JSON-RPC.
+    // stdout: newline-delimited JSON-RPC. Responses go to the engine directly when it takes them
+    // (internal/directDelivery.ts); everything else, in order, through `incoming`.
+    let receiver: DirectDelivery.Receiver | undefined
     const stdoutFramer = LineFramer.make({
       maxLineBytes: maxMessageBytes,
       onLine: (line) => {
@@ -145,11 +148,16 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
           log("warning", `ignored a stdout line that is not JSON: ${preview(line)}`)
           return
         }
+        if (receiver !== undefined) {
+          const response = JsonRpc.asResponse(value)
+          if (response !== undefined && receiver.response(response)) return
+        }
         const message = JsonRpc.classify(value)
         if (message === undefined) {
           log("warning", `ignored a stdout line that is not a JSON-RPC 2.0 message: ${preview(line)}`)
           return
         }
+        receiver?.queued()
         incoming.unsafeOffer(message)
       },
       onTooLarge: () => {
@@ -178,18 +186,25 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
       })
     })
 
-    // Writes of one event-loop turn go out as one pipe write.
+    // Writes of one event-loop turn go out as one pipe write. The newlines are added by the join
+    // (a trailing empty item gives the last one), not by concatenating each message.
     let pending: Array<string> = []
     let scheduled = false
     const flush = () => {
       scheduled = false
       if (pending.length === 0) return
-      const data = pending.length === 1 ? pending[0]! : pending.join("")
+      let data: string
+      if (pending.length === 1) {
+        data = `${pending[0]!}\n`
+      } else {
+        pending.push("")
+        data = pending.join("\n")
+      }
       pending = []
       if (child.stdin!.writable) child.stdin!.write(data)
     }
     const send = (message: JsonRpc.Message) => {
-      pending.push(JSON.stringify(message) + "\n")
+      pending.push(JSON.stringify(message))
       if (!scheduled) {
         scheduled = true
         setImmediate(flush)
@@ -224,7 +239,10 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
       })
     }
 
-    return { server, kind: "stdio", pid, send, incoming } satisfies Service
+    const service = { server, kind: "stdio", pid, send, incoming } satisfies Service
+    return DirectDelivery.offer(service, (r) => {
+      receiver = r
+    })
   })
 
 const preview = (line: string): string => {

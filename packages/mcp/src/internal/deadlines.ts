@@ -1,54 +1,65 @@
 /**
  * Request deadlines of one connection, in O(1) per request: one FIFO list per distinct timeout
  * (deadlines in a list are added in time order, so each list is sorted), the earliest deadline is
- * the least of the list heads, and a finished request unlinks its node. Plain code: it runs on
+ * the least of the list heads, and a finished request unlinks itself. The lists are intrusive: the
+ * engine's pending entry IS the list node (no node object per request). Plain code: it runs on
  * every request. The timer fiber that sleeps until `earliest()` lives in the engine.
  */
 
-export interface Node<A> {
-  readonly deadline: number
-  readonly value: A
-  prev: Node<A> | undefined
-  next: Node<A> | undefined
-  list: List<A> | undefined
+/** The fields a value carries to sit in a deadline list. Owned by this module: set them to `undefined` / `0` initially. */
+export interface Node<N extends Node<N>> {
+  /** When it expires (epoch millis); meaningful while linked. */
+  deadline: number
+  prev: N | undefined
+  next: N | undefined
+  /** The list it is linked into; `undefined` when it is not linked. */
+  list: List<N> | undefined
 }
 
-interface List<A> {
+export interface List<N extends Node<N>> {
   readonly duration: number
-  head: Node<A> | undefined
-  tail: Node<A> | undefined
+  head: N | undefined
+  tail: N | undefined
 }
 
-export interface Deadlines<A> {
-  /** Registers `value` to expire `durationMillis` after `now`. */
-  readonly add: (now: number, durationMillis: number, value: A) => Node<A>
+export interface Deadlines<N extends Node<N>> {
+  /** Links `node` to expire `durationMillis` after `now` (it must not be linked). */
+  readonly add: (now: number, durationMillis: number, node: N) => void
   /** Unlinks a node (a finished request); idempotent. */
-  readonly remove: (node: Node<A>) => void
+  readonly remove: (node: N) => void
   /** The earliest registered deadline, if any. */
   readonly earliest: () => number | undefined
   /** Unlinks every node whose deadline is at or before `now`, oldest first, and calls `f` on it. */
-  readonly expire: (now: number, f: (value: A) => void) => void
+  readonly expire: (now: number, f: (node: N) => void) => void
   /** Unlinks everything. */
   readonly clear: () => void
 }
 
-export const make = <A>(): Deadlines<A> => {
-  const lists = new Map<number, List<A>>()
+/** True while `node` is in a list. */
+export const isLinked = <N extends Node<N>>(node: N): boolean => node.list !== undefined
 
-  const add = (now: number, duration: number, value: A): Node<A> => {
-    let list = lists.get(duration)
+export const make = <N extends Node<N>>(): Deadlines<N> => {
+  const lists = new Map<number, List<N>>()
+  // The list of the most recent duration: nearly every request of a connection has the same timeout.
+  let last: List<N> | undefined
+
+  const add = (now: number, duration: number, node: N) => {
+    let list = last !== undefined && last.duration === duration ? last : lists.get(duration)
     if (list === undefined) {
       list = { duration, head: undefined, tail: undefined }
       lists.set(duration, list)
     }
-    const node: Node<A> = { deadline: now + duration, value, prev: list.tail, next: undefined, list }
+    last = list
+    node.deadline = now + duration
+    node.prev = list.tail
+    node.next = undefined
+    node.list = list
     if (list.tail === undefined) list.head = node
     else list.tail.next = node
     list.tail = node
-    return node
   }
 
-  const remove = (node: Node<A>) => {
+  const remove = (node: N) => {
     const list = node.list
     if (list === undefined) return
     if (node.prev === undefined) list.head = node.next
@@ -68,14 +79,17 @@ export const make = <A>(): Deadlines<A> => {
     return min
   }
 
-  const expire = (now: number, f: (value: A) => void) => {
+  const expire = (now: number, f: (node: N) => void) => {
     for (const [duration, list] of lists) {
       while (list.head !== undefined && list.head.deadline <= now) {
         const node = list.head
         remove(node)
-        f(node.value)
+        f(node)
       }
-      if (list.head === undefined) lists.delete(duration)
+      if (list.head === undefined) {
+        lists.delete(duration)
+        if (last === list) last = undefined
+      }
     }
   }
 
@@ -84,6 +98,7 @@ export const make = <A>(): Deadlines<A> => {
       while (list.head !== undefined) remove(list.head)
     }
     lists.clear()
+    last = undefined
   }
 
   return { add, remove, earliest, expire, clear }

@@ -44,6 +44,7 @@ const program = <R>(connect: Effect.Effect<McpClient.Service, McpError.McpError,
       yield* Effect.all(Array.from({ length: concurrency }, () => worker), { concurrency: "unbounded", discard: true })
       return total / ((now() - start) / 1000)
     })
+  yield* inFlight(256, config.warmupInFlight)
   const c64 = yield* inFlight(64, config.inFlight64)
   const cpu0 = cpuMicros()
   const c256 = yield* inFlight(256, config.inFlight256)

@@ -7,6 +7,8 @@ import { performance } from "node:perf_hooks"
 
 export const config = {
   warmup: Number(process.env.BENCH_WARMUP ?? 500),
+  /** Untimed calls at 256 in flight before the in-flight phases, so every client's JIT is warm for them. */
+  warmupInFlight: Number(process.env.BENCH_WARMUP_INFLIGHT ?? 25600),
   sequential: Number(process.env.BENCH_SEQUENTIAL ?? 2000),
   inFlight64: Number(process.env.BENCH_C64 ?? 6400),
   inFlight256: Number(process.env.BENCH_C256 ?? 12800),
@@ -112,6 +114,7 @@ export const runWorkload = async (connect: () => Promise<Driver>): Promise<Metri
     await Promise.all(Array.from({ length: concurrency }, worker))
     return total / ((now() - start) / 1000)
   }
+  await inFlight(256, config.warmupInFlight)
   const c64 = await inFlight(64, config.inFlight64)
   const cpu0 = cpuMicros()
   const c256 = await inFlight(256, config.inFlight256)

@@ -30,7 +30,7 @@ export const httpFixture = (
 export const hostileHttp = (mode: string, env?: Readonly<Record<string, string>>): FixtureCommand =>
   fixture("hostile-http", env, [mode])
 
-interface StartOptions {
+export interface StartOptions {
   /** How the process says it is ready; the URL is `url(match)`. */
   readonly ready: RegExp
   readonly url: (match: RegExpExecArray) => string
@@ -38,7 +38,8 @@ interface StartOptions {
   readonly stdoutOnly: boolean
 }
 
-const spawnServer = (command: FixtureCommand, options: StartOptions) =>
+/** Starts a server process, ready once `options.ready` matches its output; SIGTERM (then SIGKILL) when the scope closes. */
+export const spawnServer = (command: FixtureCommand, options: StartOptions): Effect.Effect<RunningServer, Error, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.async<{ child: ChildProcess.ChildProcess; server: RunningServer }, Error>((resume) => {
       const child = ChildProcess.spawn(command.command, command.args, {

@@ -7,12 +7,12 @@ import { assert } from "@effect/vitest"
 import { Elicitation } from "@skald/mcp"
 import { Effect } from "effect"
 import type { Scope } from "effect"
-import * as ChildProcess from "node:child_process"
 import * as Path from "node:path"
 import * as Zlib from "node:zlib"
 import type { FixtureCommand } from "../fixtures/fixtures.js"
 import { repoRoot } from "../fixtures/fixtures.js"
 import { scripted } from "../elicitation-support.js"
+import { spawnServer } from "../http-support.js"
 
 /** The demo server's entry point. */
 export const demoScript = Path.join(repoRoot, "scripts", "demo-server.ts")
@@ -81,60 +81,18 @@ export interface RunningDemo {
 }
 
 /**
- * Starts the demo with `--http --port 0 ARGS…` and reads its URL from stderr; SIGTERM (then
+ * Starts the demo with `--http --port 0 ARGS…` and reads its URL from its output; SIGTERM (then
  * SIGKILL after 3 s) when the scope closes.
  */
 export const startDemoHttp = (
   args: ReadonlyArray<string> = [],
   env: Readonly<Record<string, string>> = {}
 ): Effect.Effect<RunningDemo, Error, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.async<{ child: ChildProcess.ChildProcess; running: RunningDemo }, Error>((resume) => {
-      const command = demoCommand(env, ["--http", "--port", "0", ...args])
-      const child = ChildProcess.spawn(command.command, command.args, {
-        cwd: command.cwd,
-        env: { ...process.env, ...env },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let stderr = ""
-      let done = false
-      child.stdout!.resume()
-      child.stderr!.on("data", (chunk: Buffer) => {
-        stderr += chunk.toString("utf8")
-        if (done) return
-        const match = /listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)\n/.exec(stderr)
-        if (match !== null) {
-          done = true
-          resume(Effect.succeed({ child, running: { url: match[1]!, pid: child.pid!, stderr: () => stderr } }))
-        }
-      })
-      child.once("error", (error) => {
-        if (!done) {
-          done = true
-          resume(Effect.fail(error))
-        }
-      })
-      child.once("exit", (code, signal) => {
-        if (!done) {
-          done = true
-          resume(Effect.fail(new Error(`the demo exited (${signal ?? code}) before it listened:\n${stderr}`)))
-        }
-      })
-      return Effect.sync(() => void child.kill("SIGKILL"))
-    }).pipe(
-      Effect.timeoutFail({ duration: "30 seconds", onTimeout: () => new Error("the demo never printed its URL") })
-    ),
-    ({ child }) =>
-      Effect.async<void>((resume) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
-        const timer = setTimeout(() => child.kill("SIGKILL"), 3000)
-        child.once("exit", () => {
-          clearTimeout(timer)
-          resume(Effect.void)
-        })
-        child.kill("SIGTERM")
-      })
-  ).pipe(Effect.map(({ running }) => running))
+  spawnServer(demoCommand(env, ["--http", "--port", "0", ...args]), {
+    ready: /listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)\n/,
+    url: (match) => match[1]!,
+    stdoutOnly: false
+  }).pipe(Effect.map((server) => ({ url: server.url, pid: server.pid, stderr: server.output })))
 
 // --- PNG and WAV readers -------------------------------------------------------------------------
 

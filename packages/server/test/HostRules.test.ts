@@ -59,7 +59,7 @@ describe("secret references", () => {
   })
 
   it.prop("a moved literal always gets a valid store name", [anyText, anyText], ([server, suffix]) => {
-    assert.isTrue(SecretStore.isValidName(ConfigImport.secretNameFor(server, suffix)))
+    assert.isTrue(SecretStore.isValidName(SecretStore.secretNameFor(server, suffix)))
   })
 })
 

@@ -26,8 +26,7 @@ import { Paths } from "../host/Paths.js"
 import { SecretStore } from "../host/SecretStore.js"
 import * as SecretStoreModule from "../host/SecretStore.js"
 import { EventRecorder } from "../host/EventStore.js"
-import { ServerLogs } from "../host/ServerLogs.js"
-import * as ServerLogs_ from "../host/ServerLogs.js"
+import { sanitize, ServerLogs } from "../host/ServerLogs.js"
 import * as ServerList from "../host/ServerList.js"
 import * as ToolResults from "../host/ToolResults.js"
 import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
@@ -60,9 +59,8 @@ const parsePair = (option: string, text: string) => {
     : Effect.succeed([key, text.slice(at + 1)] as const)
 }
 
-const { secretNameFor } = ConfigImport
 
-const isReference = (value: string) => /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(value)
+const { isReference, secretNameFor } = SecretStoreModule
 
 const add = Command.make(
   "add",
@@ -317,7 +315,7 @@ const logs = Command.make(
     Effect.gen(function*() {
       yield* parseName(name)
       const paths = yield* Paths
-      const file = Path.join(paths.mcpLogsDir, `${ServerLogs_.sanitize(name)}.log`)
+      const file = Path.join(paths.mcpLogsDir, `${sanitize(name)}.log`)
       let offset = 0
       const printNew = Effect.sync(() => {
         let size: number

@@ -16,6 +16,7 @@
  */
 import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
 import * as Either from "effect/Either"
+import { isReference, isValidName, secretNameFor } from "./SecretStore.js"
 
 /** A secret to move into the store. */
 export interface SecretToStore {
@@ -35,11 +36,6 @@ export type Outcome =
 
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
-/** The store name of a moved literal: `<SERVER>_<SUFFIX>`, upper-cased, `[A-Z0-9_]`. */
-export const secretNameFor = (server: string, suffix: string): string => {
-  const name = `${server}_${suffix}`.toUpperCase().replace(/[^A-Z0-9_]/g, "_")
-  return /^[0-9]/.test(name) ? `_${name}` : name
-}
 
 const looksSecret = (key: string) => /token|key|secret|password|passwd|credential/i.test(key)
 
@@ -55,7 +51,6 @@ export const mapReferences = (value: string): Either.Either<string, string> => {
   return problem === undefined ? Either.right(mapped) : Either.left(problem)
 }
 
-const isReference = (value: string) => /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(value)
 
 /** A usable server name from a foreign one, or undefined. */
 const nameFrom = (raw: string): string | undefined => {
@@ -92,7 +87,7 @@ const one = (source: string, raw: unknown, existing: ReadonlySet<string>): Outco
       if (!isObject(raw.env)) return skip("env must be an object")
       for (const [key, value] of Object.entries(raw.env)) {
         if (typeof value !== "string") return skip(`env ${key} is not a string`)
-        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) return skip(`env ${JSON.stringify(key)} is not a variable name`)
+        if (!isValidName(key)) return skip(`env ${JSON.stringify(key)} is not a variable name`)
         const m = mapReferences(value)
         if (Either.isLeft(m)) return skip(`env ${key}: ${m.left}`)
         if (looksSecret(key) && !m.right.includes("${") && m.right.length > 0) {

@@ -126,7 +126,7 @@ export const validate = (entry: McpServerEntry.McpServerEntry): Effect.Effect<vo
     return Effect.fail(new InvalidServerEntry({ reason: "the command is empty" }))
   }
   for (const key of config._tag === "stdio" ? Object.keys(config.env) : []) {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) {
+    if (!SecretStoreModule.isValidName(key)) {
       return Effect.fail(new InvalidServerEntry({ reason: `invalid environment variable name ${JSON.stringify(key)}` }))
     }
   }

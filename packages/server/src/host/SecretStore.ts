@@ -23,6 +23,15 @@ const referencePattern = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g
 /** True for a valid secret (and variable) name. */
 export const isValidName = (name: string): boolean => namePattern.test(name)
 
+/** True when `value` is exactly one reference, `${NAME}`. */
+export const isReference = (value: string): boolean => /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(value)
+
+/** The store name a literal secret of a server is moved to: `<SERVER>_<SUFFIX>`, upper-cased, `[A-Z0-9_]`. */
+export const secretNameFor = (server: string, suffix: string): string => {
+  const name = `${server}_${suffix}`.toUpperCase().replace(/[^A-Z0-9_]/g, "_")
+  return /^[0-9]/.test(name) ? `_${name}` : name
+}
+
 /** The `${NAME}` references in a template, in order, without repeats. */
 export const references = (template: string): ReadonlyArray<string> => [
   ...new Set(Array.from(template.matchAll(referencePattern), (m) => m[1]!))

@@ -17,8 +17,37 @@ type Server = "raw" | "sdk" | "raw-http" | "sdk-http"
 
 const here = Path.dirname(fileURLToPath(import.meta.url))
 
+// The SDK client starts a stdio server with a short allow-list environment (HOME, PATH, …), where
+// Skald and the raw client pass the parent's. A parent environment with NODE_EXTRA_CA_CERTS (this
+// machine's has) makes every node process read a CA bundle at start-up, ~50 ms, which would count
+// against "connect + initialize" for two clients only. Nothing here uses TLS: the clients run
+// without it, so all three start their servers at the same cost.
+const clientEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== "NODE_EXTRA_CA_CERTS"))
+
+/**
+ * Placement. On this 2-core VM a sequential call takes ~30 µs when the client and its server share
+ * a core and ~90 µs when they are on different ones (a cross-core wake-up), and the OS picks one
+ * or the other per process — so unpinned, every client's sequential p50 jumped between the two
+ * from round to round, and a per-round ratio measured placement, not code. With `taskset`
+ * (util-linux) and two or more CPUs, every client runs on CPU 0 and its server on CPU 1
+ * (`BENCH_PIN=0` turns this off; the other processes of the machine still share both).
+ */
+const pin = process.env.BENCH_PIN !== "0" && Os.cpus().length >= 2 && hasTaskset()
+
+function hasTaskset(): boolean {
+  try {
+    ChildProcess.execFileSync("taskset", ["-c", "0", "true"], { stdio: "ignore" })
+    return true
+  } catch {
+    return false
+  }
+}
+
 const runClient = (client: Client, server: Server): Metrics => {
-  const out = ChildProcess.execFileSync(process.execPath, [Path.join(here, "clients", `${client}.js`), server], {
+  const script = [process.execPath, Path.join(here, "clients", `${client}.js`), server]
+  const [command, ...args] = pin ? ["taskset", "-c", "0", ...script] : script
+  const out = ChildProcess.execFileSync(command!, args, {
+    env: pin ? { ...clientEnv, BENCH_SERVER_CPU: "1" } : clientEnv,
     encoding: "utf8",
     stdio: ["ignore", "pipe", "inherit"],
     maxBuffer: 1 << 20
@@ -48,7 +77,10 @@ const median = (xs: ReadonlyArray<number>): number => {
 const results = new Map<string, Array<Metrics>>()
 const key = (server: Server, client: Client) => `${server}/${client}`
 
-process.stderr.write(`bench: ${rounds} rounds, ${Os.cpus().length} cores (${Os.cpus()[0]?.model ?? "?"}), node ${process.version}\n`)
+process.stderr.write(
+  `bench: ${rounds} rounds, ${Os.cpus().length} cores (${Os.cpus()[0]?.model ?? "?"}), node ${process.version}, ` +
+    `${pin ? "client on CPU 0, server on CPU 1" : "not pinned"}\n`
+)
 for (let round = 0; round < rounds; round++) {
   for (const server of servers) {
     const order = clients.map((_, i) => clients[(i + round) % clients.length]!)

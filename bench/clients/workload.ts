@@ -5,13 +5,22 @@
 import * as ChildProcess from "node:child_process"
 import { performance } from "node:perf_hooks"
 
+/**
+ * The in-flight phases are sized by transport: over stdio they run for ~0.1–0.7 s per client, long
+ * enough that one scheduler hiccup on a shared machine does not decide a round (with 12,800 calls
+ * at 256 in flight the per-round CPU figure of the same code moved by ±25 %, with 51,200 by ±10 %);
+ * over HTTP the SDK client manages ~1,000 calls/s, so the phases stay short.
+ */
+const overHttp = (process.argv[2] ?? "").endsWith("-http")
+const sized = (name: string, stdio: number, http: number) => Number(process.env[name] ?? (overHttp ? http : stdio))
+
 export const config = {
-  warmup: Number(process.env.BENCH_WARMUP ?? 500),
+  warmup: sized("BENCH_WARMUP", 5000, 500),
   /** Untimed calls at 256 in flight before the in-flight phases, so every client's JIT is warm for them. */
-  warmupInFlight: Number(process.env.BENCH_WARMUP_INFLIGHT ?? 25600),
-  sequential: Number(process.env.BENCH_SEQUENTIAL ?? 2000),
-  inFlight64: Number(process.env.BENCH_C64 ?? 6400),
-  inFlight256: Number(process.env.BENCH_C256 ?? 12800),
+  warmupInFlight: sized("BENCH_WARMUP_INFLIGHT", 25600, 25600),
+  sequential: sized("BENCH_SEQUENTIAL", 5000, 2000),
+  inFlight64: sized("BENCH_C64", 12800, 6400),
+  inFlight256: sized("BENCH_C256", 51200, 12800),
   big: Number(process.env.BENCH_BIG ?? 200),
   lists: Number(process.env.BENCH_LISTS ?? 5)
 }
@@ -41,16 +50,19 @@ const serversDir = new URL("../servers/", import.meta.url).pathname.replace(
   "bench/servers/"
 )
 
+/**
+ * `BENCH_SERVER_CPU`: the CPU the server is pinned to (`taskset -c`, which execs, so the pid is the
+ * server's); run.ts pins the client to another one. Unset, the OS places both.
+ */
+const serverCpu = process.env.BENCH_SERVER_CPU
+
 /** The stdio server of a kind (`raw` or `sdk`). */
 export const serverCommand = (kind: string): { command: string; args: Array<string> } => {
-  switch (kind) {
-    case "raw":
-      return { command: process.execPath, args: [`${serversDir}raw-server.mjs`] }
-    case "sdk":
-      return { command: process.execPath, args: [`${serversDir}sdk-server.mjs`] }
-    default:
-      throw new Error(`unknown stdio server kind ${kind}`)
-  }
+  if (kind !== "raw" && kind !== "sdk") throw new Error(`unknown stdio server kind ${kind}`)
+  const node = [process.execPath, `${serversDir}${kind}-server.mjs`]
+  return serverCpu === undefined
+    ? { command: node[0]!, args: node.slice(1) }
+    : { command: "taskset", args: ["-c", serverCpu, ...node] }
 }
 
 /** True for the HTTP server kinds (`raw-http`, `sdk-http`). */
@@ -61,7 +73,9 @@ export const startHttpServer = (kind: string): Promise<{ url: string; stop: () =
   new Promise((resolve, reject) => {
     const file = kind === "raw-http" ? "raw-http-server.mjs" : kind === "sdk-http" ? "sdk-http-server.mjs" : undefined
     if (file === undefined) return reject(new Error(`unknown HTTP server kind ${kind}`))
-    const child = ChildProcess.spawn(process.execPath, [`${serversDir}${file}`], { stdio: ["ignore", "pipe", "inherit"] })
+    const node = [process.execPath, `${serversDir}${file}`]
+    const [command, ...args] = serverCpu === undefined ? node : ["taskset", "-c", serverCpu, ...node]
+    const child = ChildProcess.spawn(command!, args, { stdio: ["ignore", "pipe", "inherit"] })
     child.stdout.setEncoding("utf8")
     child.stdout.once("data", (line: string) => resolve({ url: line.trim(), stop: () => child.kill() }))
     child.once("error", reject)
@@ -90,17 +104,6 @@ export const runWorkload = async (connect: () => Promise<Driver>): Promise<Metri
   const connectMs = now() - t0
 
   const tools = await driver.listAll()
-  for (let i = 0; i < config.warmup; i++) check(await driver.call("echo", { message: `w${i}` }), `w${i}`)
-
-  const latencies: Array<number> = []
-  const seqStart = now()
-  for (let i = 0; i < config.sequential; i++) {
-    const start = now()
-    check(await driver.call("echo", { message: `s${i}` }), `s${i}`)
-    latencies.push(now() - start)
-  }
-  const seqElapsed = now() - seqStart
-  latencies.sort((a, b) => a - b)
 
   const inFlight = async (concurrency: number, total: number) => {
     let next = 0
@@ -114,7 +117,21 @@ export const runWorkload = async (connect: () => Promise<Driver>): Promise<Metri
     await Promise.all(Array.from({ length: concurrency }, worker))
     return total / ((now() - start) / 1000)
   }
+  // Every phase measures warm code: V8 has compiled each client's hot path before the clock starts
+  // (the in-flight warm-up), and settled the one-call-at-a-time path (the sequential warm-up).
   await inFlight(256, config.warmupInFlight)
+  for (let i = 0; i < config.warmup; i++) check(await driver.call("echo", { message: `w${i}` }), `w${i}`)
+
+  const latencies: Array<number> = []
+  const seqStart = now()
+  for (let i = 0; i < config.sequential; i++) {
+    const start = now()
+    check(await driver.call("echo", { message: `s${i}` }), `s${i}`)
+    latencies.push(now() - start)
+  }
+  const seqElapsed = now() - seqStart
+  latencies.sort((a, b) => a - b)
+
   const c64 = await inFlight(64, config.inFlight64)
   const cpu0 = cpuMicros()
   const c256 = await inFlight(256, config.inFlight256)

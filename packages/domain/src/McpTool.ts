@@ -56,18 +56,26 @@ export const fromWire = (wire: unknown): Option.Option<McpTool> => {
   const title = str(wire.title) ?? (isObject(wire.annotations) ? str(wire.annotations.title) : undefined)
   const description = str(wire.description)
   const annotations = isObject(wire.annotations) ? Option.getOrUndefined(decodeAnnotations(wire.annotations)) : undefined
-  return Option.some(
-    new McpTool(
-      {
-        name,
-        inputSchema: isObject(wire.inputSchema) ? wire.inputSchema : { type: "object" },
-        taskSupport,
-        ...(title !== undefined ? { title } : {}),
-        ...(description !== undefined ? { description } : {}),
-        ...(isObject(wire.outputSchema) ? { outputSchema: wire.outputSchema } : {}),
-        ...(annotations !== undefined ? { annotations } : {})
-      },
-      { disableValidation: true }
-    )
-  )
+  // One props object filled in place (no spread temporaries: a 5,000-tool list builds 5,000
+  // tools), its fields in the schema's order, as a validating constructor would leave them.
+  const props = { name } as Mutable<McpTool>
+  if (title !== undefined) props.title = title
+  if (description !== undefined) props.description = description
+  props.inputSchema = isObject(wire.inputSchema) ? wire.inputSchema : { type: "object" }
+  if (isObject(wire.outputSchema)) props.outputSchema = wire.outputSchema
+  if (annotations !== undefined) props.annotations = annotations
+  props.taskSupport = taskSupport
+  return Option.some(build(props))
 }
+
+/**
+ * `new McpTool(props, { disableValidation: true })` costs ~0.5 µs a tool: Schema.Class's
+ * constructor copies the props, walks the fields for defaults (McpTool has none) and copies them
+ * again onto the instance. A 5,000-tool `tools/list` builds 5,000 of them, so they are built
+ * directly: the class's prototype with the props as own fields, which is what that constructor
+ * produces when it neither validates nor defaults — equal, `instanceof` and valid like one built
+ * with `new` (packages/domain/test/ServerConfig.test.ts checks it for arbitrary tools). ~0.05 µs.
+ */
+const build = (props: Mutable<McpTool>): McpTool => Object.assign(Object.create(McpTool.prototype), props)
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] }

@@ -129,8 +129,12 @@ describe("McpTool.fromWire", () => {
     for (const key of ["title", "description", "outputSchema", "annotations"] as const) {
       assert.strictEqual(key in t, t[key] !== undefined, `${key} is absent rather than undefined`)
     }
-    // What it builds is a valid McpTool.
+    // What it builds is a valid McpTool, the same as one the class's constructor builds.
     assert.isTrue(Either.isRight(Schema.validateEither(McpTool.McpTool)(t)))
+    const made = new McpTool.McpTool({ ...t })
+    deepStrictEqual(Object.entries(t), Object.entries(made))
+    assert.strictEqual(Object.getPrototypeOf(t), Object.getPrototypeOf(made))
+    deepStrictEqual(Schema.encodeSync(McpTool.McpTool)(t), Schema.encodeSync(McpTool.McpTool)(made))
   })
 
   it("defaults: taskSupport forbidden, inputSchema {type: object}", () => {

@@ -15,7 +15,7 @@ const overHttp = (process.argv[2] ?? "").endsWith("-http")
 const sized = (name: string, stdio: number, http: number) => Number(process.env[name] ?? (overHttp ? http : stdio))
 
 export const config = {
-  warmup: sized("BENCH_WARMUP", 5000, 500),
+  warmup: Number(process.env.BENCH_WARMUP ?? 5000),
   /** Untimed calls at 256 in flight before the in-flight phases, so every client's JIT is warm for them. */
   warmupInFlight: sized("BENCH_WARMUP_INFLIGHT", 25600, 25600),
   sequential: sized("BENCH_SEQUENTIAL", 5000, 2000),

@@ -102,6 +102,18 @@ describe("skald serve with skald mcp and skald secret from other processes", () 
       assert.deepStrictEqual(JSON.parse(plain.stdout), { kind: "string", text: sha(token) })
       const tools = await run(home, ["mcp", "tools", "vault"])
       assert.match(tools.stdout, /^env_digest\s+SHA-256/m)
+      // …with the home's server environment, not its own: a variable of the calling shell that the
+      // server was not given is not there; the home is.
+      const digestOf = async (name: string) => {
+        const result = await runSkald(["mcp", "call", "vault", "env_digest", "--args", JSON.stringify({ name })], {
+          env: { SKALD_HOME: home, SKALD_TEST_SHELL_ONLY: `shell-${Crypto.randomUUID()}` }
+        })
+        assert.strictEqual(result.status, 0, result.stderr)
+        return result.stdout.trim()
+      }
+      assert.strictEqual(await digestOf("SKALD_TEST_SHELL_ONLY"), "unset")
+      assert.strictEqual(await digestOf("SKALD_HOME"), sha(Path.resolve(home)))
+      assert.strictEqual(await digestOf("PATH"), sha(process.env.PATH ?? ""))
 
       // Disable and enable from another process: the host follows.
       assert.strictEqual((await run(home, ["mcp", "disable", "echo"])).status, 0)

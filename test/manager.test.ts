@@ -205,6 +205,27 @@ describe("McpManager", () => {
       for (const line of lines) assert.notInclude(line, envOnly)
     }))
 
+  it.scopedLive("stdio servers get the home's environment, not the host's: only what they were given, the basics and the home", () =>
+    Effect.gen(function*() {
+      const home = makeHome()
+      const hostOnly = `host-only-${Crypto.randomUUID()}`
+      process.env.SKALD_TEST_HOST_ONLY = hostOnly
+      yield* Effect.addFinalizer(() => Effect.sync(() => delete process.env.SKALD_TEST_HOST_ONLY))
+      const { manager } = yield* startManager(home)
+      yield* manager.register(fixtureEntry("plain", "host", { GIVEN: "${SKALD_TEST_HOST_ONLY}", LITERAL: "as-is" }))
+      yield* waitForState(manager, "plain", "connected")
+      const sha = (s: string) => Crypto.createHash("sha256").update(s).digest("hex")
+      const digest = (name: string) => Effect.map(manager.call("mcp__plain__env_digest", { name }), text)
+      // A host variable reaches a server only when its registration asks for it.
+      assert.strictEqual(yield* digest("SKALD_TEST_HOST_ONLY"), "unset")
+      assert.strictEqual(yield* digest("GIVEN"), sha(hostOnly))
+      assert.strictEqual(yield* digest("LITERAL"), sha("as-is"))
+      // What programs need to run, and where the home and its secrets folder are.
+      assert.strictEqual(yield* digest("PATH"), sha(process.env.PATH ?? ""))
+      assert.strictEqual(yield* digest("SKALD_HOME"), sha(Path.resolve(home)))
+      assert.strictEqual(yield* digest("SKALD_SECRETS_DIR"), sha(Path.join(Path.resolve(home), "secrets")))
+    }))
+
   it.scopedLive("HTTP servers: the api key's ${VAR} becomes the bearer token; a refused token is a failure", () =>
     Effect.gen(function*() {
       const token = `tok-${Crypto.randomUUID()}`

@@ -28,8 +28,14 @@ export interface Options {
   readonly server: string
   readonly command: string
   readonly args?: ReadonlyArray<string> | undefined
-  /** Merged over the parent's environment. */
+  /** Merged over the parent's environment (or, with `inheritEnv: false`, the whole environment). */
   readonly env?: Readonly<Record<string, string>> | undefined
+  /**
+   * Whether the server inherits this process's environment (default true, as `spawn` does). A
+   * host that holds secrets in its own environment passes false and builds the server's
+   * environment itself, so nothing it did not mean to share reaches the server.
+   */
+  readonly inheritEnv?: boolean | undefined
   readonly cwd?: string | undefined
   /** The largest line accepted from the server (default 64 MiB). */
   readonly maxMessageBytes?: number | undefined
@@ -94,7 +100,11 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
       Effect.async<ChildProcess.ChildProcess, McpError.McpSpawnError>((resume) => {
         const handle = ChildProcess.spawn(options.command, options.args ?? [], {
           stdio: ["pipe", "pipe", "pipe"],
-          env: options.env === undefined ? process.env : { ...process.env, ...options.env },
+          env: options.inheritEnv === false
+            ? { ...options.env }
+            : options.env === undefined
+            ? process.env
+            : { ...process.env, ...options.env },
           cwd: options.cwd,
           // Own process group (setsid): a terminal's Ctrl-C does not reach it, and the whole group is signalled.
           detached: true,

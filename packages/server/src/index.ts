@@ -25,6 +25,9 @@ export * as SecretStore from "./host/SecretStore.js"
 /** The reconciling MCP manager. */
 export * as McpManager from "./host/McpManager.js"
 
+/** The environment the host gives its stdio servers (not its own). */
+export * as ServerEnvironment from "./host/ServerEnvironment.js"
+
 /** Registered servers with their status, from any process. */
 export * as ServerList from "./host/ServerList.js"
 

@@ -1,11 +1,12 @@
 /**
  * Property tests of the host's pure rules: which media names are served, how secrets are
- * referenced, resolved and redacted, what imported configs become, and the log line format.
+ * referenced, resolved and redacted, what imported configs become, the log line format, and which
+ * of the host's environment variables a server inherits.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { ServerName } from "@skald/domain"
 import type { McpLog } from "@skald/mcp"
-import { ConfigImport, HttpEndpoints, SecretStore, ServerLogs } from "@skald/server"
+import { ConfigImport, HttpEndpoints, Paths, SecretStore, ServerEnvironment, ServerLogs } from "@skald/server"
 import { Either, FastCheck as fc, Redacted } from "effect"
 import * as Path from "node:path"
 
@@ -110,5 +111,33 @@ describe("log lines", () => {
   it.prop("file names keep only [A-Za-z0-9._-]", [anyText], ([name]) => {
     assert.match(ServerLogs.sanitize(name), /^[A-Za-z0-9._-]*$/)
     assert.strictEqual(ServerLogs.sanitize(name).length, name.length)
+  })
+})
+
+describe("a server's environment", () => {
+  const names = fc.oneof(
+    fc.constantFrom(...ServerEnvironment.inherited, "LC_ALL", "LC_TIME", "SKALD_HOME", "SKALD_SECRETS_DIR"),
+    fc.constantFrom("OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "NODE_OPTIONS", "HTTPS_PROXY", "PATHX", "XHOME"),
+    varName
+  )
+  const parent = fc.dictionary(names, fc.option(anyText, { nil: undefined }), { maxKeys: 12 })
+
+  it.prop("holds the allow-listed and LC_* variables as they are, the home's folders, and nothing else", [parent], ([env]) => {
+    const paths = Paths.make({ home: "/srv/home", secretsDir: "/srv/secrets" })
+    const out = ServerEnvironment.make(paths, env)
+    const kept = (name: string) => ServerEnvironment.inherited.includes(name) || name.startsWith("LC_")
+    const expected: Record<string, string> = {}
+    for (const [name, value] of Object.entries(env)) if (value !== undefined && kept(name)) expected[name] = value
+    assert.deepStrictEqual(out, { ...expected, SKALD_HOME: "/srv/home", SKALD_SECRETS_DIR: "/srv/secrets" })
+  })
+
+  it("drops what looks like a secret, whatever the host holds", () => {
+    const out = ServerEnvironment.make(Paths.make({ home: "/h" }), {
+      PATH: "/bin",
+      OPENAI_API_KEY: "sk-nope",
+      AWS_SECRET_ACCESS_KEY: "nope",
+      SKALD_HOME: "/elsewhere"
+    })
+    assert.deepStrictEqual(out, { PATH: "/bin", SKALD_HOME: "/h", SKALD_SECRETS_DIR: "/h/secrets" })
   })
 })

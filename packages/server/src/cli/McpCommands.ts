@@ -24,6 +24,7 @@ import * as McpManager from "../host/McpManager.js"
 import { McpServerRepo } from "../host/McpServerRepo.js"
 import { Paths } from "../host/Paths.js"
 import { SecretStore } from "../host/SecretStore.js"
+import * as ServerEnvironment from "../host/ServerEnvironment.js"
 import * as SecretStoreModule from "../host/SecretStore.js"
 import { EventRecorder } from "../host/EventStore.js"
 import { sanitize, ServerLogs } from "../host/ServerLogs.js"
@@ -214,7 +215,8 @@ const withServer = <A, E, R>(
       const server = yield* parseName(name)
       const entry = yield* (yield* McpServerRepo).get(server)
       if (Option.isNone(entry)) return yield* new UnknownServer({ name })
-      const options = yield* Host.connectOptions
+      // The same server environment as under `skald serve` (host/ServerEnvironment.ts).
+      const options = { ...(yield* Host.connectOptions), environment: ServerEnvironment.make(yield* Paths) }
       const handler = process.stdin.isTTY === true ? Elicit.terminal : Elicit.declining
       const logs = yield* ServerLogs
       const recorder = yield* EventRecorder

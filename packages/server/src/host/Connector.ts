@@ -20,6 +20,12 @@ export interface Options {
   /** Stdio shutdown graces (defaults of the transport when absent). */
   readonly stdinGrace?: Duration.DurationInput | undefined
   readonly termGrace?: Duration.DurationInput | undefined
+  /**
+   * The base environment of stdio servers (see ServerEnvironment.ts); each server's registered
+   * `env` goes on top and nothing else of this process's is inherited. Absent: the transport's
+   * default (this process's environment, with the registered `env` merged over it).
+   */
+  readonly environment?: Readonly<Record<string, string>> | undefined
 }
 
 /** Where a connection's log lines and events go (defaults: Effect's logger; events only on the client's stream). */
@@ -52,7 +58,8 @@ export const connectResolved = (
         server,
         command: resolved.command,
         args: resolved.args,
-        env: resolved.env,
+        env: options.environment === undefined ? resolved.env : { ...options.environment, ...resolved.env },
+        inheritEnv: options.environment === undefined,
         stdinGrace: options.stdinGrace,
         termGrace: options.termGrace
       })

@@ -21,8 +21,17 @@ export const MARKER = "first_run_done"
 /** The demo server's script, from this file (src/host or dist/host of packages/server). */
 export const demoScript = (): string => fileURLToPath(new URL("../../../../scripts/demo-server.ts", import.meta.url))
 
+/**
+ * The demo's own settings that the first run's environment may hold. A server does not inherit the
+ * host's environment (ServerEnvironment.ts), so the ones set when the demo is registered are
+ * stored with its registration (none of them is a secret).
+ */
+const demoSettings = ["DEMO_TICK_SECONDS", "DEMO_PORT", "DEMO_RECORD_FILE"] as const
+
 /** The demo server's entry: `node --import <tsx loader> scripts/demo-server.ts`, all absolute. */
-export const demoEntry = (): Option.Option<McpServerEntry.McpServerEntry> => {
+export const demoEntry = (
+  environment: Readonly<Record<string, string | undefined>> = process.env
+): Option.Option<McpServerEntry.McpServerEntry> => {
   const script = demoScript()
   if (!Fs.existsSync(script)) return Option.none()
   let loader: string
@@ -31,9 +40,14 @@ export const demoEntry = (): Option.Option<McpServerEntry.McpServerEntry> => {
   } catch {
     return Option.none()
   }
+  const env: Record<string, string> = {}
+  for (const name of demoSettings) {
+    const value = environment[name]
+    if (value !== undefined && value !== "") env[name] = value
+  }
   return Option.some(McpServerEntry.McpServerEntry.make({
     name: ServerName.make("demo"),
-    config: ServerConfig.StdioServerConfig.make({ command: process.execPath, args: ["--import", loader, script], env: {} }),
+    config: ServerConfig.StdioServerConfig.make({ command: process.execPath, args: ["--import", loader, script], env }),
     description: "Offline demo of every MCP feature Skald supports",
     friendlyName: "Skald demo",
     enabled: true

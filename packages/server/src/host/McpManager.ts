@@ -42,6 +42,7 @@ import { Paths } from "./Paths.js"
 import * as SecretStoreModule from "./SecretStore.js"
 import { SecretStore } from "./SecretStore.js"
 import * as ServerList from "./ServerList.js"
+import * as ServerEnvironment from "./ServerEnvironment.js"
 import { ServerLogs } from "./ServerLogs.js"
 import { StatusRepo } from "./StatusRepo.js"
 import { EventRecorder } from "./EventStore.js"
@@ -157,6 +158,11 @@ export const make = (
     const restartBase = Duration.decode(options.restartBase ?? "1 second")
     const restartMax = Duration.decode(options.restartMax ?? "60 seconds")
     const stableAfter = Duration.decode(options.stableAfter ?? "60 seconds")
+    // Stdio servers get the home's server environment, not this process's (ServerEnvironment.ts).
+    const connectOptions: Connector.Options = {
+      ...options,
+      environment: options.environment ?? ServerEnvironment.make(paths)
+    }
 
     // One host per database.
     const other = yield* ServerList.hostRunning(Duration.sum(heartbeatInterval, Duration.seconds(8)))
@@ -212,7 +218,7 @@ export const make = (
         const name = entry.name
         const resolved = yield* secretStore.resolve(name, entry.config)
         secrets.splice(0, secrets.length, ...resolved.secrets)
-        const connection = yield* Connector.connectResolved(name, resolved, options, {
+        const connection = yield* Connector.connectResolved(name, resolved, connectOptions, {
           log: logs.sink(name, resolved.secrets),
           events: recorder.sink
         })

@@ -4,8 +4,9 @@
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { McpError } from "@skald/domain"
-import { McpClient } from "@skald/mcp"
+import { McpClient, StdioTransport } from "@skald/mcp"
 import { Effect, Option, Stream } from "effect"
+import * as Crypto from "node:crypto"
 import { BLOB, BLOB_URI, LINK_URI, PNG, WAV } from "./fixtures/media-bytes.js"
 import { fixture } from "./fixtures/fixtures.js"
 import { bytes, clientLayer, connect, expectJson, expectMedia, expectText, makeLogCapture } from "./support.js"
@@ -243,5 +244,28 @@ describe("list_changed fixture", () => {
       const error = yield* Effect.flip(client.callTool("still-missing"))
       assert.instanceOf(error, McpError.McpUnknownTool)
       assert.deepStrictEqual([...error.available], ["first", "add", "add_silently", "hidden"])
+    }))
+})
+
+describe("the server's environment", () => {
+  const digestOf = (client: McpClient.Service, name: string) =>
+    Effect.map(client.callTool("env_digest", { name }), (outcome) => (outcome.result._tag === "Text" ? outcome.result.text : "?"))
+  const sha = (s: string) => Crypto.createHash("sha256").update(s).digest("hex")
+
+  it.scopedLive("inherits this process's by default, with env merged over it; with inheritEnv false, env alone", () =>
+    Effect.gen(function*() {
+      const parentOnly = `parent-${Crypto.randomUUID()}`
+      process.env.SKALD_TEST_PARENT_ONLY = parentOnly
+      yield* Effect.addFinalizer(() => Effect.sync(() => delete process.env.SKALD_TEST_PARENT_ONLY))
+      const command = fixture("host", { GIVEN: "given" })
+
+      const inheriting = yield* StdioTransport.client({ server: "inheriting", ...command })
+      assert.strictEqual(yield* digestOf(inheriting, "SKALD_TEST_PARENT_ONLY"), sha(parentOnly))
+      assert.strictEqual(yield* digestOf(inheriting, "GIVEN"), sha("given"))
+
+      const isolated = yield* StdioTransport.client({ server: "isolated", ...command, inheritEnv: false })
+      assert.strictEqual(yield* digestOf(isolated, "SKALD_TEST_PARENT_ONLY"), "unset")
+      assert.strictEqual(yield* digestOf(isolated, "PATH"), "unset")
+      assert.strictEqual(yield* digestOf(isolated, "GIVEN"), sha("given"))
     }))
 })

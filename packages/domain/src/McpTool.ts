@@ -73,8 +73,9 @@ export const fromWire = (wire: unknown): Option.Option<McpTool> => {
  * constructor copies the props, walks the fields for defaults (McpTool has none) and copies them
  * again onto the instance. A 5,000-tool `tools/list` builds 5,000 of them, so they are built
  * directly: the class's prototype with the props as own fields, which is what that constructor
- * produces when it neither validates nor defaults — equal, `instanceof` and valid like one built
- * with `new` (packages/domain/test/ServerConfig.test.ts checks it for arbitrary tools). ~0.05 µs.
+ * produces when it neither validates nor defaults: the same prototype, own fields (in the same
+ * order) and encoding as one a validating `new` builds, and valid (packages/domain/test/
+ * ServerConfig.test.ts checks it for arbitrary tools). ~0.05 µs.
  */
 const build = (props: Mutable<McpTool>): McpTool => Object.assign(Object.create(McpTool.prototype), props)
 

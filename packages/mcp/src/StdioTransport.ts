@@ -16,6 +16,7 @@ import type * as Scope from "effect/Scope"
 import * as ChildProcess from "node:child_process"
 import * as DirectDelivery from "./internal/directDelivery.js"
 import * as LineFramer from "./internal/lineFramer.js"
+import * as StderrLines from "./internal/stderrLines.js"
 import * as JsonRpc from "./JsonRpc.js"
 import * as McpLog from "./McpLog.js"
 import { DEFAULT_MAX_MESSAGE_BYTES } from "./Protocol.js"
@@ -133,16 +134,16 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
     log("lifecycle", `started (pid ${pid}): ${commandLine}`)
 
     // stderr: captured line by line onto the log stream, tagged `stderr`, and kept for exit errors.
-    const stderrFramer = LineFramer.make({
+    // A line over 64 KiB is cut there with a marker; the lines after it are still read.
+    const stderrLines = StderrLines.make({
       maxLineBytes: 64 * 1024,
       onLine: (line) => {
         if (stderrTail.length === tailSize) stderrTail.shift()
         stderrTail.push(line)
         log("stderr", line)
-      },
-      onTooLarge: () => log("warning", "a stderr line exceeded 64 KiB; further stderr output is ignored")
+      }
     })
-    child.stderr!.on("data", stderrFramer.push)
+    child.stderr!.on("data", stderrLines.push)
     child.stderr!.on("error", () => {})
 
     // stdout: newline-delimited JSON-RPC. Responses go to the engine directly when it takes them

@@ -9,11 +9,64 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as SqliteMigrator from "@effect/sql-sqlite-node/SqliteMigrator"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
 import { Paths } from "./Paths.js"
 
+/** The database file exists but cannot be used: it is empty, not SQLite, or corrupt. */
+export class DatabaseUnusable extends Schema.TaggedError<DatabaseUnusable>("@skald/server/DatabaseUnusable")(
+  "DatabaseUnusable",
+  { path: Schema.String, reason: Schema.String }
+) {
+  override get message(): string {
+    return `the database ${this.path} cannot be used: ${this.reason}. Restore it from a backup, ` +
+      "or move it aside to start with an empty registry (a new database is created where none exists)"
+  }
+}
+
+/** The first 16 bytes of every SQLite 3 database file. */
+const SQLITE_HEADER = Buffer.from("SQLite format 3\0", "latin1")
+
+/**
+ * Checks an existing file before SQLite opens it: SQLite takes a zero-byte file for a new database
+ * (and would silently start an empty registry over it), so it is refused, as is a file without
+ * the SQLite header. A missing file is fine: it is created.
+ */
+export const checkFile = (path: string): Effect.Effect<void, DatabaseUnusable> => {
+  const unreadable = (error: unknown) =>
+    new DatabaseUnusable({ path, reason: `it cannot be read (${error instanceof Error ? error.message : String(error)})` })
+  return Effect.gen(function*() {
+    if (!(yield* Effect.sync(() => Fs.existsSync(path)))) return
+    const head = Buffer.alloc(16)
+    const read = yield* Effect.acquireUseRelease(
+      Effect.try({ try: () => Fs.openSync(path, "r"), catch: unreadable }),
+      (fd) => Effect.try({ try: () => Fs.readSync(fd, head, 0, 16, 0), catch: unreadable }),
+      (fd) => Effect.sync(() => Fs.closeSync(fd))
+    )
+    if (read === 0) return yield* new DatabaseUnusable({ path, reason: "the file is empty (0 bytes)" })
+    if (read < 16 || !head.equals(SQLITE_HEADER)) {
+      return yield* new DatabaseUnusable({ path, reason: "it is not a SQLite database (it does not start with the SQLite header)" })
+    }
+  })
+}
+
+/** What SQLite said, when a failure (or defect) of opening or migrating is a damaged file. */
+const unusableReason = (cause: Cause.Cause<unknown>): string | undefined => {
+  for (const error of [...Cause.failures(cause), ...Cause.defects(cause)]) {
+    // better-sqlite3's SqliteError carries the code; a SqlError wraps it as its cause.
+    for (let e: unknown = error, depth = 0; typeof e === "object" && e !== null && depth < 4; depth++) {
+      const code = (e as { code?: unknown }).code
+      const said = `(SQLite: ${String((e as { message?: unknown }).message)})`
+      if (typeof code === "string" && code.startsWith("SQLITE_CORRUPT")) return `it is corrupt ${said}`
+      if (code === "SQLITE_NOTADB") return `it is not a SQLite database ${said}`
+      e = (e as { cause?: unknown }).cause
+    }
+  }
+  return undefined
+}
 /** The numbered migrations, in order. Never edit one that has shipped: add the next. */
 export const migrations = {
   "0001_mcp_servers": Effect.gen(function*() {
@@ -73,15 +126,26 @@ export const migrations = {
   })
 }
 
-/** Opens (creating the data folder if needed) and migrates the database. */
+/**
+ * Opens (creating the data folder and the file if needed) and migrates the database. An existing
+ * file that is empty, not SQLite, or corrupt fails with `DatabaseUnusable`, and is left untouched.
+ */
 export const layer: Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, unknown, Paths> = Layer.unwrapEffect(
   Effect.gen(function*() {
     const paths = yield* Paths
     yield* Effect.sync(() => Fs.mkdirSync(paths.dataDir, { recursive: true }))
+    yield* checkFile(paths.database)
     const client = SqliteClient.layer({ filename: paths.database })
     const migrator = SqliteMigrator.layer({ loader: SqliteMigrator.fromRecord(migrations) }).pipe(
       Layer.provide(NodeContext.layer)
     )
-    return Layer.provideMerge(migrator, client)
+    return Layer.provideMerge(migrator, client).pipe(
+      Layer.catchAllCause((cause) => {
+        const reason = unusableReason(cause)
+        return reason === undefined
+          ? Layer.failCause<unknown>(cause)
+          : Layer.fail(new DatabaseUnusable({ path: paths.database, reason }))
+      })
+    )
   })
 )

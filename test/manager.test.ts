@@ -90,7 +90,8 @@ describe("McpManager", () => {
     Effect.gen(function*() {
       const marker = `skald-never-answers-${Crypto.randomUUID()}`
       // Long enough for the good server to start on a loaded machine; the mute one never will.
-      const { manager } = yield* startManager(makeHome(), { startTimeout: "8 seconds" })
+      // Failed starts are retried after the backoff: minutes here, so this test sees the first failures.
+      const { manager } = yield* startManager(makeHome(), { startTimeout: "8 seconds", restartBase: "10 minutes", restartMax: "10 minutes" })
       yield* manager.register(commandEntry("bad", "/nonexistent/skald-command", []))
       yield* manager.register(commandEntry("mute", process.execPath, ["-e", "setInterval(() => {}, 1000)", marker]))
       yield* manager.register(fixtureEntry("good", "host"))
@@ -103,9 +104,11 @@ describe("McpManager", () => {
       assert.include(mute?.error, "did not start within 8 s")
       // The server that never answered was reaped, not left behind.
       yield* eventually(() => processesMatching([marker]).length === 0, "the timed-out server to be reaped")
-      // Failures that never started are not retried on their own.
-      yield* Effect.sleep("500 millis")
-      assert.strictEqual((yield* waitForState(manager, "bad", "failed"))?.state, "failed")
+      // Both are tried again after the backoff, and say when.
+      assert.include(bad?.error, "restarting in 10m (attempt 1)")
+      assert.include(mute?.error, "restarting in 10m (attempt 1)")
+      assert.isString(bad?.nextRetryAt)
+      assert.isString(mute?.nextRetryAt)
     }))
 
   it.scopedLive("a crash mid-call fails that call, restarts the server with backoff and leaves the others alone", () =>

@@ -45,5 +45,7 @@ export class ServerSummary extends Schema.Class<ServerSummary>("@skald/domain/Se
   toolCount: Schema.optionalWith(Schema.Number, { exact: true }),
   pid: Schema.optionalWith(Schema.Number, { exact: true }),
   /** When the server entered this state (ISO-8601). */
-  since: Schema.optionalWith(Schema.String, { exact: true })
+  since: Schema.optionalWith(Schema.String, { exact: true }),
+  /** When a failed server is tried again (ISO-8601). */
+  nextRetryAt: Schema.optionalWith(Schema.String, { exact: true })
 }) {}

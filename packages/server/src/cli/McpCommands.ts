@@ -1,5 +1,5 @@
 /**
- * `skald mcp add|list|tools|call|enable|disable|rm`: the server registry from the command line.
+ * `skald mcp add|list|tools|call|enable|disable|restart|rm`: the server registry from the command line.
  * They write the database directly, so they work whether or not `skald serve` runs, and a
  * running host picks the change up within about a second. `tools` and `call` connect to the one
  * server in this process.
@@ -182,7 +182,8 @@ const add = Command.make(
 
 const stateText = (s: McpServerEntry.ServerSummary): string => {
   const state = s.state === "host-not-running" ? "host not running" : s.state
-  return s.error === undefined ? state : `${state}: ${s.error.split("\n")[0]}`
+  const text = s.error === undefined ? state : `${state}: ${s.error.split("\n")[0]}`
+  return s.nextRetryAt === undefined ? text : `${text} (next retry ${s.nextRetryAt})`
 }
 
 const list = Command.make("list", { json, home: Host.home }, ({ home, json }) =>
@@ -296,6 +297,22 @@ const toggle = (enabled: boolean) =>
       Command.withDescription(`${enabled ? "Enable" : "Disable"} a registered server (live when the host runs).`)
     )
 
+const restart = Command.make("restart", { name: serverName, home: Host.home }, ({ home, name }) =>
+  Host.run(
+    home,
+    Effect.gen(function*() {
+      const outcome = yield* ServerList.requestRestart(yield* parseName(name))
+      if (!outcome.enabled) return yield* stderr(`skald: '${name}' is disabled; \`skald mcp enable ${name}\` starts it`)
+      yield* stderr(
+        Option.isSome(outcome.host)
+          ? `skald: asked the running host (pid ${outcome.host.value}) to restart '${name}'`
+          : `skald: the host is not running; \`skald serve\` starts '${name}'`
+      )
+    })
+  ).pipe(reportFailures)).pipe(
+    Command.withDescription("Restart a server now (a failed one is retried at once), in the running host: skald mcp restart NAME")
+  )
+
 const rm = Command.make("rm", { name: serverName, home: Host.home }, ({ home, name }) =>
   Host.run(
     home,
@@ -388,5 +405,5 @@ const importFile = Command.make(
 /** `skald mcp …`. */
 export const command = Command.make("mcp").pipe(
   Command.withDescription("Manage the registered MCP servers."),
-  Command.withSubcommands([add, list, tools, call, toggle(true), toggle(false), rm, logs, importFile])
+  Command.withSubcommands([add, list, tools, call, toggle(true), toggle(false), restart, rm, logs, importFile])
 )

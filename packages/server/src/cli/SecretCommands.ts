@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import { SecretStore } from "../host/SecretStore.js"
 import * as SecretStoreModule from "../host/SecretStore.js"
+import * as ServerList from "../host/ServerList.js"
 import { UsageError } from "./CliError.js"
 import * as Elicit from "./Elicit.js"
 import * as Host from "./Host.js"
@@ -37,6 +38,12 @@ const set = Command.make("set", { name: secretName, home: Host.home }, ({ home, 
     if (value.length === 0) return yield* new UsageError({ message: "empty value: pipe the secret on stdin, e.g. `skald secret set NAME < file`" })
     yield* (yield* SecretStore).set(name, Redacted.make(value))
     yield* stderr(`skald: stored ${name}`)
+    // A running host retries at once the failed servers that refer to ${name}.
+    yield* ServerList.notifySecretChanged(name).pipe(
+      Effect.catchAll((error) =>
+        stderr(`skald: warning: could not tell the running host that ${name} changed: ${error instanceof Error ? error.message : String(error)}`)
+      )
+    )
   }).pipe(Effect.provide(Host.secretsLayer(home)), reportFailures)).pipe(
     Command.withDescription("Store a secret, read from stdin or a masked prompt: skald secret set NAME")
   )

@@ -5,7 +5,9 @@
  * `mcp_servers` rows — at once after its own writes, and within about a second after another
  * process's (it watches SQLite's `PRAGMA data_version`). Each server runs in its own fiber (a
  * `FiberMap` keyed by name): connect within the start timeout, serve until the connection ends,
- * and, when a server that had connected dies, restart it with capped exponential backoff.
+ * and, when a server dies or could not start, try again after a capped exponential backoff — or
+ * at once when asked: `restart`, a re-registration, `enable`, or (from another process, through
+ * `host_requests`) `skald mcp restart` and `skald secret set` of a secret it refers to.
  * Stopping a server is interrupting its fiber: the transport's finalizer reaps the process.
  * Statuses and a heartbeat go to the status table, so `skald mcp list` in another process sees
  * them.
@@ -61,6 +63,8 @@ export interface Options extends Connector.Options {
   readonly restartMax?: Duration.DurationInput | undefined
   /** A connection that lasted this long resets the backoff (default 60 s). */
   readonly stableAfter?: Duration.DurationInput | undefined
+  /** How long a previous host's leftover process group gets after SIGTERM before SIGKILL (default 2 s). */
+  readonly orphanGrace?: Duration.DurationInput | undefined
 }
 
 /** A tool of a connected server, with its `mcp__<server>__<tool>` name. */
@@ -97,6 +101,8 @@ export interface Service {
     args?: McpClient.JsonObject,
     options?: McpClient.RequestOptions
   ) => Effect.Effect<ToolResult.ToolResult, CallError>
+  /** Restarts a server now (a failed one is retried at once); a disabled one stays off. */
+  readonly restart: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | SqlError>
   /** Brings the running connections in line with the registry now (normally automatic). */
   readonly reconcile: Effect.Effect<void, SqlError>
   /** The process ids of the running stdio servers, by server name. */
@@ -134,6 +140,17 @@ export const validate = (entry: McpServerEntry.McpServerEntry): Effect.Effect<vo
   return Effect.void
 }
 
+/** The `${NAME}` references of a config. */
+const referencesOf = (config: McpServerEntry.McpServerEntry["config"]): ReadonlyArray<string> =>
+  config._tag === "stdio"
+    ? Object.values(config.env).flatMap(SecretStoreModule.references)
+    : config.apiKey === undefined
+    ? []
+    : SecretStoreModule.references(config.apiKey)
+
+const isoAt = (millis: number): string => new Date(millis).toISOString()
+const nowIso = Effect.map(Clock.currentTimeMillis, isoAt)
+
 const describe = (error: unknown): string =>
   typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
 
@@ -158,6 +175,7 @@ export const make = (
     const restartBase = Duration.decode(options.restartBase ?? "1 second")
     const restartMax = Duration.decode(options.restartMax ?? "60 seconds")
     const stableAfter = Duration.decode(options.stableAfter ?? "60 seconds")
+    const orphanGrace = Duration.decode(options.orphanGrace ?? "2 seconds")
     // Stdio servers get the home's server environment, not this process's (ServerEnvironment.ts).
     const connectOptions: Connector.Options = {
       ...options,
@@ -168,21 +186,25 @@ export const make = (
     const other = yield* ServerList.hostRunning(Duration.sum(heartbeatInterval, Duration.seconds(8)))
     if (Option.isSome(other) && other.value !== process.pid) return yield* new HostAlreadyRunning({ pid: other.value })
 
-    const startedAt = new Date().toISOString()
-    const beat = Effect.suspend(() => statuses.beat({ pid: process.pid, startedAt, beatAt: new Date().toISOString() }))
-    // Servers a killed host left behind are stopped first (their pids are still recorded).
-    const leftovers = yield* Effect.all([statuses.all, repo.list])
-    const reaped = yield* Orphans.reap(leftovers[0].flatMap((status) => {
-      const entry = leftovers[1].find((e) => e.name === status.name)
-      return status.pid === undefined || entry === undefined || entry.config._tag !== "stdio"
-        ? []
-        : [{ name: status.name, pid: status.pid, commandLine: [entry.config.command, ...entry.config.args] }]
-    }))
+    const startedAt = yield* nowIso
+    const beat = Effect.flatMap(nowIso, (beatAt) => statuses.beat({ pid: process.pid, startedAt, beatAt }))
+    // Servers a killed host left behind are stopped first: their process groups are still recorded
+    // (Orphans.ts says how a group is recognised, whatever its command line reads now).
+    const reaped = yield* Orphans.reap(
+      (yield* statuses.all).flatMap((status) =>
+        status.pgid === undefined || status.startTime === undefined
+          ? []
+          : [{ name: status.name, pgid: status.pgid, startTime: status.startTime }]
+      ),
+      orphanGrace
+    )
     for (const name of reaped) {
       yield* logs.lifecycle(name, "stopped a process a previous host left running")
       yield* Effect.logWarning(`stopped MCP server '${name}', left running by a previous host that did not shut down`)
     }
     yield* statuses.clear
+    // Requests made to a previous host are moot: this one starts every enabled server anyway.
+    yield* statuses.takeRequests
     yield* beat
     // Registered before the runners exist, so it runs after they have all stopped.
     yield* Effect.addFinalizer(() =>
@@ -192,6 +214,10 @@ export const make = (
     const connections = yield* Ref.make<ReadonlyMap<string, Running>>(new Map())
     /** The config each runner was started with, by server name. */
     const launched = new Map<string, string>()
+    /** The row's `updated_at` each runner was started with: a rewrite retries a failed server. */
+    const launchedStamp = new Map<string, string | undefined>()
+    /** The servers whose last recorded state is `failed` (waiting for their next attempt). */
+    const failing = new Set<string>()
     const runners = yield* FiberMap.make<string>()
     const lock = yield* Effect.makeSemaphore(1)
 
@@ -199,8 +225,15 @@ export const make = (
       readonly error?: string
       readonly toolCount?: number
       readonly pid?: number | undefined
+      readonly pgid?: number | undefined
+      readonly startTime?: number | undefined
+      readonly nextRetryAt?: string | undefined
     } = {}) =>
-      statuses.set({ name, state, since: new Date().toISOString(), ...extra }).pipe(
+      Effect.gen(function*() {
+        if (state === "failed") failing.add(name)
+        else failing.delete(name)
+        yield* statuses.set({ name, state, since: yield* nowIso, ...extra })
+      }).pipe(
         Effect.catchAll((error) => Effect.logWarning(`could not record the status of '${name}': ${error.message}`))
       )
 
@@ -226,13 +259,16 @@ export const make = (
         const running: Running = { entry, client: connection.client, pid: connection.pid, tools: list }
         yield* setConnection(name, running)
         yield* Effect.addFinalizer(() => setConnection(name, undefined))
-        yield* record(name, "connected", { toolCount: list.length, pid: connection.pid })
+        // The process group and its leader's start time: what the next host needs to find it if this one is killed.
+        const leader = connection.pid === undefined ? undefined : Orphans.stat(connection.pid)
+        const group = { pid: connection.pid, pgid: leader?.pgid, startTime: leader?.startTime }
+        yield* record(name, "connected", { toolCount: list.length, ...group })
         // The tool list follows the server's list_changed notifications.
         yield* connection.client.toolListChanges.pipe(
           Stream.runForEach((changed) =>
             Effect.zipRight(
               setConnection(name, { ...running, tools: changed.tools }),
-              record(name, "connected", { toolCount: changed.tools.length, pid: connection.pid })
+              record(name, "connected", { toolCount: changed.tools.length, ...group })
             )
           ),
           Effect.forkScoped
@@ -243,11 +279,14 @@ export const make = (
         return { reason, lasted }
       }).pipe(Effect.scoped)
 
-    /** A server's fiber: runs sessions, restarting after crashes with capped exponential backoff. */
+    /**
+     * A server's fiber: runs sessions, trying again with capped exponential backoff after a crash or
+     * a failed start (a bad command, a start timeout, a missing secret, EMFILE/ENFILE, …). A new
+     * fiber (restart, re-registration, …) starts over at once, with the backoff reset.
+     */
     const runner = (entry: McpServerEntry.McpServerEntry) =>
       Effect.gen(function*() {
         const name = entry.name
-        let everConnected = false
         let attempt = 0
         // The values of this server's secrets: never in a status, a log line or a warning.
         const secrets: Array<Redacted.Redacted<string>> = []
@@ -256,41 +295,57 @@ export const make = (
           yield* record(name, "starting")
           const outcome = yield* Effect.either(session(entry, secrets))
           let reason: string
+          const failedToStart = Either.isLeft(outcome)
           if (Either.isLeft(outcome)) {
             reason = SecretStoreModule.redact(secrets, describe(outcome.left))
-            if (!everConnected) {
-              // A server that never started is not retried: its row must change (or be re-enabled).
-              yield* lifecycle(`failed to start: ${reason}`)
-              yield* Effect.logWarning(`MCP server '${name}' failed to start: ${reason}`)
-              return yield* record(name, "failed", { error: reason })
-            }
+            yield* lifecycle(`failed to start: ${reason}`)
           } else {
-            everConnected = true
             reason = SecretStoreModule.redact(secrets, describe(outcome.right.reason))
             yield* lifecycle(`disconnected: ${reason}`)
             if (Duration.greaterThanOrEqualTo(Duration.millis(outcome.right.lasted), stableAfter)) attempt = 0
           }
           const delay = Duration.min(Duration.times(restartBase, 2 ** attempt), restartMax)
           attempt++
+          const retryAt = (yield* Clock.currentTimeMillis) + Duration.toMillis(delay)
           yield* lifecycle(`restarting in ${Duration.format(delay)} (attempt ${attempt})`)
-          yield* Effect.logWarning(`MCP server '${name}' stopped: ${reason}; restarting in ${Duration.format(delay)}`)
+          yield* Effect.logWarning(
+            `MCP server '${name}' ${failedToStart ? "failed to start" : "stopped"}: ${reason}; restarting in ${Duration.format(delay)}`
+          )
           yield* record(name, "failed", {
-            error: `${reason} — restarting in ${Duration.format(delay)} (attempt ${attempt})`
+            error: `${reason} — restarting in ${Duration.format(delay)} (attempt ${attempt})`,
+            nextRetryAt: isoAt(retryAt)
           })
           yield* Effect.sleep(delay)
         }
       }).pipe(Effect.onInterrupt(() => logs.lifecycle(entry.name, "stopped by the host (disabled, removed, replaced or shutting down)")))
 
-    const reconcileNow = (force: ReadonlySet<string> = new Set()) =>
+    /** When each row was last written (`upsert` and `setEnabled` set it): portable SQL, like the repositories'. */
+    const rowStamps = sql<{ name: string; updated_at: string }>`SELECT name, updated_at FROM mcp_servers`.pipe(
+      Effect.map((rows) => new Map(rows.map((r) => [r.name, r.updated_at])))
+    )
+
+    /**
+     * Stops what must stop and starts what must run. `force`: servers to restart whatever their
+     * state; `changedSecrets`: secret names whose failed users are retried. A failed server whose
+     * row was written again (re-registered, enabled while enabled) is retried too.
+     */
+    const reconcileNow = (force: ReadonlySet<string> = new Set(), changedSecrets: ReadonlySet<string> = new Set()) =>
       lock.withPermits(1)(Effect.gen(function*() {
         const entries = yield* repo.list
+        const stamps = yield* rowStamps
         const wanted = new Map(entries.filter((e) => e.enabled).map((e) => [e.name as string, e]))
         const stop = [...launched.keys()].filter((name) => {
           const entry = wanted.get(name)
-          return entry === undefined || force.has(name) || launched.get(name) !== fingerprint(entry)
+          if (entry === undefined || force.has(name) || launched.get(name) !== fingerprint(entry)) return true
+          if (!failing.has(name)) return false
+          return launchedStamp.get(name) !== stamps.get(name) ||
+            referencesOf(entry.config).some((ref) => changedSecrets.has(ref))
         })
         yield* Effect.forEach(stop, (name) => FiberMap.remove(runners, name), { concurrency: "unbounded", discard: true })
-        for (const name of stop) launched.delete(name)
+        for (const name of stop) {
+          launched.delete(name)
+          failing.delete(name)
+        }
 
         const recorded = new Map((yield* statuses.all).map((s) => [s.name, s.state]))
         const names = new Set(entries.map((e) => e.name as string))
@@ -301,11 +356,13 @@ export const make = (
         for (const [name, entry] of wanted) {
           if (launched.has(name)) continue
           launched.set(name, fingerprint(entry))
+          launchedStamp.set(name, stamps.get(name))
           yield* FiberMap.run(runners, name, runner(entry))
         }
       }))
 
-    // Another process's writes: PRAGMA data_version changes when another connection commits.
+    // Another process's writes: PRAGMA data_version changes when another connection commits. Its
+    // requests (`skald mcp restart`, `skald secret set`) come with them, in `host_requests`.
     const dataVersion = sql<{ data_version: number }>`PRAGMA data_version`.pipe(
       Effect.map((rows) => rows[0]?.data_version ?? 0)
     )
@@ -314,7 +371,11 @@ export const make = (
       const version = yield* dataVersion
       if (version !== seen) {
         seen = version
-        yield* reconcileNow()
+        const requests = yield* statuses.takeRequests
+        yield* reconcileNow(
+          new Set(requests.filter((r) => r.kind === "restart").map((r) => r.name)),
+          new Set(requests.filter((r) => r.kind === "secret").map((r) => r.name))
+        )
       }
     }).pipe(
       Effect.catchAll((error) => Effect.logWarning(`could not check the registry for changes: ${error.message}`)),
@@ -384,6 +445,11 @@ export const make = (
         return Effect.map(connected, (all) => all.filter((r) => granted.has(r.entry.name)).flatMap(qualify))
       },
       call,
+      restart: (name) =>
+        Effect.gen(function*() {
+          if (Option.isNone(yield* repo.get(name))) return yield* new UnknownServer({ name })
+          yield* afterWrite(name, true)
+        }).pipe(Effect.withSpan("McpManager.restart", { attributes: { "mcp.server": name } })),
       reconcile: reconcileNow(),
       pids: Effect.map(Ref.get(connections), (map) => {
         const pids = new Map<string, number>()

@@ -1,6 +1,8 @@
 /**
  * What the running host says about its servers (`mcp_server_status`) and that it is alive
  * (`host_heartbeat`). Written only by `skald serve`'s manager; read by anyone (`skald mcp list`).
+ * And what other processes ask of the running host (`host_requests`: restart a server, retry the
+ * servers that use a secret that changed), written by anyone, taken by the manager.
  *
  * @since 0.1.0
  */
@@ -21,7 +23,21 @@ export interface Status {
   readonly error?: string | undefined
   readonly toolCount?: number | undefined
   readonly pid?: number | undefined
+  /** A stdio server's process group id… */
+  readonly pgid?: number | undefined
+  /** …and its leader's start time, in clock ticks since boot (`/proc/<pid>/stat` field 22). */
+  readonly startTime?: number | undefined
+  /** When a failed server is tried again (ISO-8601). */
+  readonly nextRetryAt?: string | undefined
   readonly since: string
+}
+
+/** What another process asks of the running host. */
+export interface Request {
+  readonly id: number
+  /** `restart`: restart server `name`; `secret`: secret `name` changed, retry the failed servers using it. */
+  readonly kind: "restart" | "secret"
+  readonly name: string
 }
 
 /** The host's heartbeat. */
@@ -42,6 +58,10 @@ export interface Service {
   readonly heartbeat: Effect.Effect<Option.Option<Heartbeat>, SqlError>
   /** Removes the heartbeat of this pid (a host stopping). */
   readonly stopBeating: (pid: number) => Effect.Effect<void, SqlError>
+  /** Asks the running host for something (any process). */
+  readonly request: (kind: Request["kind"], name: string, at: string) => Effect.Effect<void, SqlError>
+  /** Takes (returns and deletes) the pending requests, oldest first. */
+  readonly takeRequests: Effect.Effect<ReadonlyArray<Request>, SqlError>
 }
 
 /** Status and heartbeat storage. */
@@ -53,6 +73,9 @@ interface Row {
   readonly error: string | null
   readonly tool_count: number | null
   readonly pid: number | null
+  readonly pgid: number | null
+  readonly start_time: number | null
+  readonly next_retry_at: string | null
   readonly since: string
 }
 
@@ -63,12 +86,16 @@ export const layer: Layer.Layer<StatusRepo, never, SqlClient.SqlClient> = Layer.
     const sql = yield* SqlClient.SqlClient
     return {
       set: (s) =>
-        sql`INSERT INTO mcp_server_status (name, status, error, tool_count, pid, since)
-          VALUES (${s.name}, ${s.state}, ${s.error ?? null}, ${s.toolCount ?? null}, ${s.pid ?? null}, ${s.since})
+        sql`INSERT INTO mcp_server_status (name, status, error, tool_count, pid, pgid, start_time, next_retry_at, since)
+          VALUES (${s.name}, ${s.state}, ${s.error ?? null}, ${s.toolCount ?? null}, ${s.pid ?? null},
+            ${s.pgid ?? null}, ${s.startTime ?? null}, ${s.nextRetryAt ?? null}, ${s.since})
           ON CONFLICT (name) DO UPDATE SET status = excluded.status, error = excluded.error,
-            tool_count = excluded.tool_count, pid = excluded.pid, since = excluded.since`.pipe(Effect.asVoid),
+            tool_count = excluded.tool_count, pid = excluded.pid, pgid = excluded.pgid,
+            start_time = excluded.start_time, next_retry_at = excluded.next_retry_at, since = excluded.since`
+          .pipe(Effect.asVoid),
       remove: (name) => sql`DELETE FROM mcp_server_status WHERE name = ${name}`.pipe(Effect.asVoid),
-      all: sql<Row>`SELECT name, status, error, tool_count, pid, since FROM mcp_server_status ORDER BY name`.pipe(
+      all: sql<Row>`SELECT name, status, error, tool_count, pid, pgid, start_time, next_retry_at, since
+        FROM mcp_server_status ORDER BY name`.pipe(
         Effect.map((rows) =>
           rows.map((r): Status => ({
             name: r.name,
@@ -76,7 +103,10 @@ export const layer: Layer.Layer<StatusRepo, never, SqlClient.SqlClient> = Layer.
             since: r.since,
             ...(r.error === null ? {} : { error: r.error }),
             ...(r.tool_count === null ? {} : { toolCount: r.tool_count }),
-            ...(r.pid === null ? {} : { pid: r.pid })
+            ...(r.pid === null ? {} : { pid: r.pid }),
+            ...(r.pgid === null ? {} : { pgid: r.pgid }),
+            ...(r.start_time === null ? {} : { startTime: r.start_time }),
+            ...(r.next_retry_at === null ? {} : { nextRetryAt: r.next_retry_at })
           }))
         )
       ),
@@ -91,7 +121,12 @@ export const layer: Layer.Layer<StatusRepo, never, SqlClient.SqlClient> = Layer.
             Option.map(Option.fromNullable(rows[0]), (r) => ({ pid: r.pid, startedAt: r.started_at, beatAt: r.beat_at }))
           )
         ),
-      stopBeating: (pid) => sql`DELETE FROM host_heartbeat WHERE id = 1 AND pid = ${pid}`.pipe(Effect.asVoid)
+      stopBeating: (pid) => sql`DELETE FROM host_heartbeat WHERE id = 1 AND pid = ${pid}`.pipe(Effect.asVoid),
+      request: (kind, name, at) =>
+        sql`INSERT INTO host_requests (kind, name, requested_at) VALUES (${kind}, ${name}, ${at})`.pipe(Effect.asVoid),
+      takeRequests: sql<Request>`DELETE FROM host_requests RETURNING id, kind, name`.pipe(
+        Effect.map((rows) => [...rows].sort((a, b) => a.id - b.id))
+      )
     }
   })
 )

@@ -115,4 +115,16 @@ describe("retries", () => {
       yield* waitForState(manager, "local", "connected")
       assert.strictEqual(starts(counter), 2)
     }))
+
+  it("skald mcp restart: an unknown name is an error; without a host it says what starts the server", async () => {
+    const home = makeHome()
+    const unknown = await runSkald(["mcp", "restart", "nosuch", "--home", home])
+    assert.strictEqual(unknown.status, 2)
+    assert.include(unknown.stderr, "no MCP server named 'nosuch'")
+    const host = fixture("host")
+    assert.strictEqual((await runSkald(["mcp", "add", "idle", "--home", home, "--", host.command, ...host.args])).status, 0)
+    const idle = await runSkald(["mcp", "restart", "idle", "--home", home])
+    assert.strictEqual(idle.status, 0, idle.stderr)
+    assert.include(idle.stderr, "the host is not running; `skald serve` starts 'idle'")
+  }, 60_000)
 })

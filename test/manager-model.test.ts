@@ -1,13 +1,13 @@
 /**
  * Model-based property test of the MCP manager: random sequences of register / enable / disable /
- * unregister / crash / host restart / writes from a second database connection (what another
- * process's `skald mcp …` does), run against real server processes on a real SQLite file. After
+ * unregister / restart / crash / host restart / writes from a second database connection (what
+ * another process's `skald mcp …` does, a restart as a `host_requests` row), run against real server processes on a real SQLite file. After
  * every step the registry rows, the manager's running connections, the status table and the
  * live processes must agree with a plain model — and no process may outlive its server.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
-import { McpServerRepo } from "@skald/server"
+import { McpServerRepo, StatusRepo } from "@skald/server"
 import { Context, Effect, Exit, FastCheck as fc, Layer, Schedule, Scope } from "effect"
 import * as Crypto from "node:crypto"
 import { fixture } from "./fixtures/fixtures.js"
@@ -22,6 +22,7 @@ type Command =
   | { readonly _tag: "Register"; readonly name: Name; readonly variant: Variant; readonly external: boolean }
   | { readonly _tag: "SetEnabled"; readonly name: Name; readonly enabled: boolean; readonly external: boolean }
   | { readonly _tag: "Unregister"; readonly name: Name; readonly external: boolean }
+  | { readonly _tag: "Restart"; readonly name: Name; readonly external: boolean }
   | { readonly _tag: "Crash"; readonly name: Name }
   | { readonly _tag: "RestartHost" }
 
@@ -31,6 +32,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   { arbitrary: fc.record({ _tag: fc.constant("Register" as const), name, variant: fc.constantFrom<Variant>("good", "good", "bad"), external }), weight: 6 },
   { arbitrary: fc.record({ _tag: fc.constant("SetEnabled" as const), name, enabled: fc.boolean(), external }), weight: 3 },
   { arbitrary: fc.record({ _tag: fc.constant("Unregister" as const), name, external }), weight: 2 },
+  { arbitrary: fc.record({ _tag: fc.constant("Restart" as const), name, external }), weight: 2 },
   { arbitrary: fc.record({ _tag: fc.constant("Crash" as const), name }), weight: 2 },
   { arbitrary: fc.constant({ _tag: "RestartHost" as const }), weight: 1 }
 )
@@ -63,7 +65,9 @@ describe("McpManager model", () => {
         }
 
         // The "other process": its own connection to the same database file.
-        const other = yield* Effect.map(Layer.build(servicesLayer(home)), Context.get(McpServerRepo.McpServerRepo))
+        const otherContext = yield* Layer.build(servicesLayer(home))
+        const other = Context.get(otherContext, McpServerRepo.McpServerRepo)
+        const otherStatuses = Context.get(otherContext, StatusRepo.StatusRepo)
 
         let hostScope = yield* Scope.make()
         const start = Effect.suspend(() => Scope.extend(startManager(home), hostScope)).pipe(
@@ -154,6 +158,19 @@ describe("McpManager model", () => {
                 assert.strictEqual(Exit.isSuccess(exit), m !== undefined)
               }
               model.delete(cmd.name)
+              break
+            }
+            case "Restart": {
+              const m = model.get(cmd.name)
+              const before = yield* currentPid(cmd.name)
+              if (cmd.external) {
+                // What `skald mcp restart` writes while a host runs.
+                yield* Effect.orDie(otherStatuses.request("restart", cmd.name, new Date().toISOString()))
+              } else {
+                const exit = yield* Effect.exit(manager.restart(ServerName.make(cmd.name)))
+                assert.strictEqual(Exit.isSuccess(exit), m !== undefined)
+              }
+              if (before !== undefined) mustChange.set(cmd.name, before)
               break
             }
             case "Crash": {

@@ -127,7 +127,7 @@ const until = <A>(what: string, get: () => Promise<A> | A, ok: (a: A) => boolean
   )
 
 describe("a host that was killed", () => {
-  it.live("leaves wrapped servers (npx-style, shebang scripts, an exited leader) that the next host stops", () =>
+  it.live("leaves wrapped servers (npx-style, shebang scripts, an exited leader) and a starting one that the next host stops", () =>
     Effect.gen(function*() {
       const home = makeHome()
       const host = fixture("host")
@@ -145,6 +145,9 @@ describe("a host that was killed", () => {
         const added = yield* Effect.promise(() => runSkald(["mcp", "add", name, "--home", home, "--env", "HOST_FIXTURE_STAY=1", "--", ...commandLine]))
         assert.strictEqual(added.status, 0, added.stderr)
       }
+      // And one that never answers initialize: still `starting` when the host is killed.
+      const mute = yield* Effect.promise(() => runSkald(["mcp", "add", "mute", "--home", home, "--", process.execPath, "-e", "setInterval(() => {}, 1000)"]))
+      assert.strictEqual(mute.status, 0, mute.stderr)
       // Ours, not the demo server that the first run adds.
       const list = () =>
         runSkald(["mcp", "list", "--json", "--home", home]).then((r) =>
@@ -156,6 +159,10 @@ describe("a host that was killed", () => {
       const groups = new Map(listed.map((s) => [s.name, s.pid!]))
       // Each group holds the launcher and the real server.
       for (const [name, pgid] of groups) assert.strictEqual(groupMembers(pgid).length, 2, `${name}: ${groupMembers(pgid)}`)
+      const starting = yield* until("mute spawned", () => runSkald(["mcp", "list", "--json", "--home", home]).then((r) =>
+        (JSON.parse(r.stdout) as Array<{ name: string; state: string; pid?: number }>).find((s) => s.name === "mute")
+      ), (s) => s?.state === "starting" && s.pid !== undefined)
+      groups.set("mute", starting!.pid!)
 
       first.child.kill("SIGKILL")
       yield* Effect.promise(() => new Promise((r) => first.child.once("exit", r)))
@@ -169,7 +176,7 @@ describe("a host that was killed", () => {
       assert.include(second.stderr(), "left running by a previous host")
       const again = yield* until("every server connected again", list, (l) => l.length === 3 && l.every((s) => s.state === "connected"))
       for (const s of again) assert.notStrictEqual(s.pid, groups.get(s.name))
-      for (const name of Object.keys(kinds)) {
+      for (const name of [...Object.keys(kinds), "mute"]) {
         const logs = yield* Effect.promise(() => runSkald(["mcp", "logs", name, "--home", home]))
         assert.include(logs.stdout, "[lifecycle]  stopped a process a previous host left running", name)
       }

@@ -32,6 +32,8 @@ export interface Options {
 export interface Sinks {
   readonly log?: McpLog.Sink | undefined
   readonly events?: McpEvents.Sink | undefined
+  /** Told a stdio server's pid as soon as it is spawned, before it initializes. */
+  readonly spawned?: ((pid: number) => Effect.Effect<void>) | undefined
 }
 
 /** A connected server. */
@@ -64,6 +66,7 @@ export const connectResolved = (
         termGrace: options.termGrace
       })
       : yield* HttpTransport.make({ server, url: resolved.url, apiKey: resolved.apiKey })
+    if (sinks.spawned !== undefined && transport.pid !== undefined) yield* sinks.spawned(transport.pid)
     const client = yield* McpClient.make(clientOptions).pipe(Effect.provideService(Transport.Transport, transport))
     return { client, pid: transport.pid }
   }).pipe(

@@ -251,17 +251,22 @@ export const make = (
         const name = entry.name
         const resolved = yield* secretStore.resolve(name, entry.config)
         secrets.splice(0, secrets.length, ...resolved.secrets)
+        // The process group and its leader's start time, recorded as soon as it is spawned: what the
+        // next host needs to find it if this one is killed (even while it is still starting).
+        let group: { pid?: number; pgid?: number; startTime?: number } = {}
         const connection = yield* Connector.connectResolved(name, resolved, connectOptions, {
           log: logs.sink(name, resolved.secrets),
-          events: recorder.sink
+          events: recorder.sink,
+          spawned: (pid) => {
+            const leader = Orphans.stat(pid)
+            group = leader === undefined ? { pid } : { pid, pgid: leader.pgid, startTime: leader.startTime }
+            return record(name, "starting", group)
+          }
         })
         const list = yield* connection.client.tools
         const running: Running = { entry, client: connection.client, pid: connection.pid, tools: list }
         yield* setConnection(name, running)
         yield* Effect.addFinalizer(() => setConnection(name, undefined))
-        // The process group and its leader's start time: what the next host needs to find it if this one is killed.
-        const leader = connection.pid === undefined ? undefined : Orphans.stat(connection.pid)
-        const group = { pid: connection.pid, pgid: leader?.pgid, startTime: leader?.startTime }
         yield* record(name, "connected", { toolCount: list.length, ...group })
         // The tool list follows the server's list_changed notifications.
         yield* connection.client.toolListChanges.pipe(

@@ -62,7 +62,7 @@ describe("retries", () => {
       assert.strictEqual(listed?.nextRetryAt, failed?.nextRetryAt)
       const text = yield* skald(home, ["mcp", "list"])
       assert.include(text.stdout, `(next retry ${failed?.nextRetryAt})`)
-    }))
+    }), 120_000)
 
   it.scopedLive("secret set, add again, restart and enable retry a failed server at once, from another process", () =>
     Effect.gen(function*() {
@@ -114,7 +114,7 @@ describe("retries", () => {
       yield* manager.restart(ServerName.make("local"))
       yield* waitForState(manager, "local", "connected")
       assert.strictEqual(starts(counter), 2)
-    }))
+    }), 240_000)
 
   it("skald mcp restart: an unknown name is an error; without a host it says what starts the server", async () => {
     const home = makeHome()

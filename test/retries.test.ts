@@ -127,4 +127,31 @@ describe("retries", () => {
     assert.strictEqual(idle.status, 0, idle.stderr)
     assert.include(idle.stderr, "the host is not running; `skald serve` starts 'idle'")
   }, 60_000)
+
+  it.scopedLive("a start that fails with EMFILE (the host is out of file descriptors) is retried and connects once there are some", () =>
+    Effect.gen(function*() {
+      const { manager } = yield* startManager(makeHome(), { restartMax: "400 millis" })
+      // Take every free descriptor of this process (the one the manager spawns from).
+      const hog = yield* Effect.acquireRelease(Effect.sync(exhaustDescriptors), (fds) => Effect.sync(() => fds.splice(0).forEach((fd) => Fs.closeSync(fd))))
+      yield* manager.register(fixtureEntry("spare", "host"))
+      const failed = yield* waitForState(manager, "spare", "failed")
+      assert.include(failed?.error, "EMFILE")
+      assert.include(failed?.error, "restarting in")
+      for (const fd of hog.splice(0)) Fs.closeSync(fd)
+      yield* waitForState(manager, "spare", "connected")
+    }), 120_000)
 })
+
+/** Opens /dev/null until the process has no descriptor left (EMFILE); returns the descriptors. */
+const exhaustDescriptors = (): Array<number> => {
+  const fds: Array<number> = []
+  for (;;) {
+    try {
+      fds.push(Fs.openSync("/dev/null", "r"))
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "EMFILE" || (error as NodeJS.ErrnoException).code === "ENFILE") return fds
+      fds.forEach((fd) => Fs.closeSync(fd))
+      throw error
+    }
+  }
+}

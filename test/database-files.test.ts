@@ -54,7 +54,7 @@ describe("the database file", () => {
         assert.strictEqual(run.stdout, "")
       }
       assert.deepStrictEqual(Fs.readFileSync(dbOf(home)), before, "the file was not touched")
-    }, 60_000)
+    }, 180_000)
   }
 
   it.effect("the host layer fails with DatabaseUnusable naming the file", () =>

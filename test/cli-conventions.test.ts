@@ -40,7 +40,10 @@ describe("skald CLI conventions", () => {
       assert.match(usage![1]!, new RegExp(`^skald${words.length > 0 ? ` ${words.join(" ")}` : ""}( |$)`), what)
       const examples = /^Examples:\n((?: {2}.*\n?)+)/m.exec(r.stdout)
       assert.isNotNull(examples, `${what} has an example`)
-      for (const example of examples![1]!.trim().split("\n")) assert.match(example.trim(), /^(skald |echo .*\| skald |printf .*\| skald )/, what)
+      // Each example starts at 2 columns (a long one continues at 4 after a shell-style ` \`).
+      const starts = examples![1]!.split("\n").filter((l) => /^ {2}\S/.test(l))
+      assert.isAbove(starts.length, 0, what)
+      for (const example of starts) assert.match(example.trim(), /^(skald |echo .*\| skald |printf .*\| skald )/, what)
     }
   }, 300_000)
 
@@ -89,6 +92,21 @@ describe("skald CLI conventions", () => {
     const bad = await runSkald(["mcp", "list", "--log-level", "loud"])
     assert.strictEqual(bad.status, 2)
     assert.include(bad.stderr, "is not a level")
+  }, 120_000)
+
+  it("a start timeout names SKALD_MCP_START_TIMEOUT, for a one-off server and a registered one", async () => {
+    const env = { SKALD_MCP_START_TIMEOUT: "1" }
+    const silent = ["node", "-e", "setInterval(() => {}, 1000)"]
+    const oneOff = await runSkald(["tools", "--", ...silent], { env })
+    assert.strictEqual(oneOff.status, 2)
+    assert.include(oneOff.stderr, "did not answer initialize within 1 s")
+    assert.include(oneOff.stderr, "SKALD_MCP_START_TIMEOUT")
+    const home = makeHome()
+    assert.strictEqual((await runSkald(["mcp", "add", "quiet", "--home", home, "--", ...silent])).status, 0)
+    const registered = await runSkald(["mcp", "tools", "quiet", "--home", home], { env })
+    assert.strictEqual(registered.status, 2)
+    assert.include(registered.stderr, "'quiet' did not start within 1 s")
+    assert.include(registered.stderr, "SKALD_MCP_START_TIMEOUT")
   }, 120_000)
 
   it("`mcp logs` of a server never registered exits 2 with a message", async () => {

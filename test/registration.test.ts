@@ -5,7 +5,7 @@
  * is refused unless the request says to replace it.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { ServerName } from "@skald/domain"
+import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
 import { HostError, McpServerRepo, Registration, SecretStore } from "@skald/server"
 import { Effect, FastCheck as fc, Option, Redacted } from "effect"
 import { makeHome, servicesLayer } from "./host-support.js"
@@ -102,4 +102,14 @@ describe("Registration", () => {
         assert.deepStrictEqual(yield* (yield* McpServerRepo.McpServerRepo).list, [])
       }
     }).pipe(Effect.provide(servicesLayer(makeHome()))), { fastCheck: { numRuns: 20 } })
+
+  it.prop("describe never shows a literal api key", [literal, fc.option(reference, { nil: undefined })], ([value, ref]) => {
+    const entry = McpServerEntry.McpServerEntry.make({
+      name: ServerName.make("web"),
+      config: ServerConfig.HttpServerConfig.make({ url: "http://127.0.0.1:1/mcp", apiKey: ref ?? value }),
+      enabled: true
+    })
+    const shown = Registration.describe(entry)
+    assert.strictEqual(shown.transport === "http" ? shown.apiKey : undefined, ref ?? Registration.HIDDEN)
+  })
 })

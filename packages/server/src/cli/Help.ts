@@ -240,6 +240,12 @@ export const usageOf = (node: Node): ReadonlyArray<string> => {
 /** The examples of a command. */
 export const examplesOf = (node: Node): ReadonlyArray<string> => lines(node, "EXAMPLES")
 
+/** An example command line: indented 2, broken shell-style (` \\`, then indented 4) when too long. */
+const example = (line: string, width: number): string => {
+  const lines = wrap(line, width - 2, 4).split("\n").map((l) => l.trimStart())
+  return lines.map((l, i) => `${i === 0 ? "  " : "    "}${l}${i < lines.length - 1 ? " \\" : ""}`).join("\n")
+}
+
 /** The help of a command as plain text, `width` columns wide. */
 export const render = (node: Node, width: number, version: string): string => {
   const out: Array<string> = []
@@ -276,7 +282,7 @@ export const render = (node: Node, width: number, version: string): string => {
       : [])
   ])
   const examples = examplesOf(node)
-  if (examples.length > 0) out.push(`Examples:\n${examples.map((e) => wrap(e, width, 2)).join("\n")}`)
+  if (examples.length > 0) out.push(`Examples:\n${examples.map((e) => example(e, width)).join("\n")}`)
   return `${out.join("\n\n")}\n`
 }
 

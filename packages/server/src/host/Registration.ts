@@ -120,7 +120,13 @@ export const plan = (request: Request): Effect.Effect<Planned, InvalidServerEntr
   return Effect.as(validate(entry), { entry, secrets } satisfies Planned as Planned)
 }
 
-/** An entry as it may be shown (`skald mcp show`, `list --json`): references as stored, never values. */
+/** What a literal api key (an entry registered by a library user, not through `register`) shows as. */
+export const HIDDEN = "[literal, not shown]"
+
+/**
+ * An entry as it may be shown (`skald mcp show`, `list --json`): references as stored, never
+ * values. An api key that is not exactly a `${NAME}` reference is a literal secret: hidden.
+ */
 export const describe = (entry: McpServerEntry.McpServerEntry) => {
   const c = entry.config
   return {
@@ -130,7 +136,11 @@ export const describe = (entry: McpServerEntry.McpServerEntry) => {
     enabled: entry.enabled,
     ...(c._tag === "stdio"
       ? { transport: "stdio" as const, command: c.command, args: [...c.args], env: { ...c.env } }
-      : { transport: "http" as const, url: c.url, ...(c.apiKey === undefined ? {} : { apiKey: c.apiKey }) })
+      : {
+        transport: "http" as const,
+        url: c.url,
+        ...(c.apiKey === undefined ? {} : { apiKey: isReference(c.apiKey) ? c.apiKey : HIDDEN })
+      })
   }
 }
 

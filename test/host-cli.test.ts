@@ -149,7 +149,7 @@ describe("skald serve with skald mcp and skald secret from other processes", () 
     const after = await list(home)
     assert.strictEqual(stateOf(after, "echo")?.state, "host-not-running")
     assert.deepStrictEqual(processesMatching([marker]), [])
-  })
+  }, 240_000) // some 30 runs of the binary: minutes on a loaded machine
 
   it("usage errors exit 2 with a message that says what to do", async () => {
     const home = makeHome()

@@ -57,6 +57,30 @@ describe("skald CLI conventions", () => {
     }
   }, 120_000)
 
+  it("colour only on a terminal without NO_COLOR; the width is the terminal's, else 80", () => {
+    const saved = process.env.NO_COLOR
+    try {
+      const tty = { isTTY: true, columns: 120 } as unknown as NodeJS.WriteStream
+      const pipe = { isTTY: false } as unknown as NodeJS.WriteStream
+      delete process.env.NO_COLOR
+      assert.isTrue(Help.colourAllowed(tty))
+      assert.isFalse(Help.colourAllowed(pipe))
+      process.env.NO_COLOR = "1"
+      assert.isFalse(Help.colourAllowed(tty))
+      assert.strictEqual(Help.widthOf(tty), 120)
+      assert.strictEqual(Help.widthOf(pipe), 80)
+      const root = Help.tree(Cli.command)
+      const add = Help.locate(root, ["mcp", "add"]).node
+      assert.include(Help.render(add, 80, Cli.VERSION, true), ESC)
+      const narrow = Help.render(add, 50, Cli.VERSION, false)
+      assert.notInclude(narrow, ESC)
+      for (const line of narrow.split("\n")) assert.isAtMost(line.length, 50, line)
+    } finally {
+      if (saved === undefined) delete process.env.NO_COLOR
+      else process.env.NO_COLOR = saved
+    }
+  })
+
   it("an unknown command says so and lists the commands of that level (exit 2)", async () => {
     const r = await runSkald(["mcp", "foo"])
     assert.strictEqual(r.status, 2)

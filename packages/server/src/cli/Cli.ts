@@ -141,7 +141,7 @@ export const run = (argv: ReadonlyArray<string>) =>
     const prepared = Help.prepare(root, argv)
     switch (prepared._tag) {
       case "Help":
-        return stdout(Help.render(prepared.node, Help.widthOf(process.stdout), VERSION))
+        return stdout(Help.render(prepared.node, Help.widthOf(process.stdout), VERSION, Help.colourAllowed(process.stdout)))
       case "Completions": {
         const script = Help.completions(root, prepared.shell)
         return script === undefined

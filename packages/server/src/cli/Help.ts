@@ -246,19 +246,23 @@ const example = (line: string, width: number): string => {
   return lines.map((l, i) => `${i === 0 ? "  " : "    "}${l}${i < lines.length - 1 ? " \\" : ""}`).join("\n")
 }
 
-/** The help of a command as plain text, `width` columns wide. */
-export const render = (node: Node, width: number, version: string): string => {
+/**
+ * The help of a command, `width` columns wide: plain text, with the section titles in bold when
+ * `colour` (see `colourAllowed`).
+ */
+export const render = (node: Node, width: number, version: string, colour = false): string => {
   const out: Array<string> = []
+  const title = (t: string) => colour ? `\x1b[1m${t}\x1b[0m` : t
   const usage = usageOf(node)
-  out.push(usage.map((u, i) => `${i === 0 ? "Usage: " : "       "}${wrap(u, width, 7).slice(7)}`).join("\n"))
+  out.push(usage.map((u, i) => `${i === 0 ? title("Usage:") + " " : "       "}${wrap(u, width, 7).slice(7)}`).join("\n"))
   const description = (node.sections.get("DESCRIPTION") ?? []).flatMap(paragraphs)
   if (node.path.length === 1) description.unshift(`skald ${version}`)
   if (description.length > 0) out.push(description.map((p) => wrap(p, width)).join("\n\n"))
-  const table = (title: string, rows: ReadonlyArray<readonly [string, string]>) => {
+  const table = (name: string, rows: ReadonlyArray<readonly [string, string]>) => {
     if (rows.length === 0) return
     const termWidth = Math.min(24, Math.max(...rows.map(([t]) => t.length)))
     out.push(
-      `${title}:\n` + rows.map(([term, said]) => {
+      `${title(name)}:\n` + rows.map(([term, said]) => {
         if (said.length === 0) return `  ${term}`
         if (term.length <= termWidth && width - termWidth - 4 >= 30) {
           const body = wrap(said, width, termWidth + 4).slice(termWidth + 4)
@@ -282,7 +286,7 @@ export const render = (node: Node, width: number, version: string): string => {
       : [])
   ])
   const examples = examplesOf(node)
-  if (examples.length > 0) out.push(`Examples:\n${examples.map((e) => example(e, width)).join("\n")}`)
+  if (examples.length > 0) out.push(`${title("Examples")}:\n${examples.map((e) => example(e, width)).join("\n")}`)
   return `${out.join("\n\n")}\n`
 }
 

@@ -113,6 +113,9 @@ describe("skald CLI conventions", () => {
       assert.include(r.stderr, "skald: debug:", "debug lines show")
       assert.isTrue(Fs.existsSync(Path.join(home, "data")), "the home given is used")
     }
+    const noHome = await runSkald(["tools", "--home", home, "--", "node", "x.js"])
+    assert.strictEqual(noHome.status, 2)
+    assert.include(noHome.stderr, "--home does not apply to `skald tools`")
     const bad = await runSkald(["mcp", "list", "--log-level", "loud"])
     assert.strictEqual(bad.status, 2)
     assert.include(bad.stderr, "is not a level")

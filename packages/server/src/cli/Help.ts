@@ -225,7 +225,7 @@ const firstParagraph = (node: Node): string => {
 export const optionNames = (node: Node): ReadonlyArray<string> =>
   entries(node.sections.get("OPTIONS") ?? []).flatMap(([term]) => term.match(/--?[A-Za-z][\w-]*/g) ?? [])
 
-/** True when the command has an example and usage lines, each starting with `skald`. */
+/** The paragraphs of one section of a command's help. */
 const lines = (node: Node, section: string) =>
   (node.sections.get(section) ?? []).flatMap(paragraphs)
 
@@ -391,7 +391,7 @@ export const prepare = (root: Node, own: ReadonlyArray<string>): Prepared => {
   if (home.missing) return { _tag: "Problem", message: "--home takes a folder, e.g. --home ~/skald" }
   // The command words: every word up to the first that is not a command of the level reached.
   const positional = argv.filter((w) => !w.startsWith("-"))
-  const { node, used } = locate(root, argv.filter((w) => !w.startsWith("-")))
+  const { node, used } = locate(root, positional)
   if (argv.includes("--help") || argv.includes("-h")) return { _tag: "Help", node }
   if (argv.includes("--version") && node === root) return { _tag: "Run", argv, logLevel, node }
   if (node.children.length > 0) {

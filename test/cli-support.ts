@@ -33,13 +33,14 @@ export const runSkald = (
     child.stdin!.end(options.input ?? "")
   })
 
-/** Starts `skald serve --home HOME`; resolves once it says it serves (and, with SKALD_PORT, where). */
+/** Starts `skald serve --home HOME [ARGS…]`; resolves once it says it serves (and, with SKALD_PORT, where). */
 export const startServe = (
   home: string,
-  env: Record<string, string> = {}
+  env: Record<string, string> = {},
+  args: ReadonlyArray<string> = []
 ): Promise<{ readonly child: ChildProcess; readonly stderr: () => string; readonly url: string }> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [skald, "serve", "--home", home], {
+    const child = spawn(process.execPath, [skald, "serve", "--home", home, ...args], {
       cwd: root,
       env: { ...process.env, SKALD_PORT: "0", ...env },
       stdio: ["ignore", "pipe", "pipe"]

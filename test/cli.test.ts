@@ -289,8 +289,9 @@ const childPids = (pid: number): Array<number> => {
   return out
 }
 
+/** Polls `probe` until it gives a value; a 30 s bound against a hang (a loaded machine starts tsx fixtures slowly). */
 const waitFor = async <A>(probe: () => A | undefined): Promise<A> => {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 600; i++) {
     const value = probe()
     if (value !== undefined) return value
     await new Promise((r) => setTimeout(r, 50))

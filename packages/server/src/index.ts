@@ -43,6 +43,9 @@ export * as EventStore from "./host/EventStore.js"
 /** The host's HTTP endpoints (media files). */
 export * as HttpEndpoints from "./host/HttpEndpoints.js"
 
+/** Registering servers: requests validated, literal secrets moved to the store. */
+export * as Registration from "./host/Registration.js"
+
 /** Importing other hosts' MCP configs. */
 export * as ConfigImport from "./host/ConfigImport.js"
 

@@ -8,18 +8,19 @@ import { Args, Command, Options } from "@effect/cli"
 import { Elicitation, McpClient } from "@skald/mcp"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
+import * as Logger from "effect/Logger"
 import * as Stream from "effect/Stream"
 import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
 import { reportFailures, stdout } from "./Io.js"
+import * as CallOptions from "./CallOptions.js"
 import * as Elicit from "./Elicit.js"
 import * as Events from "./Events.js"
+import * as Help from "./Help.js"
 import * as McpCommands from "./McpCommands.js"
 import * as Output from "./Output.js"
 import * as SecretCommands from "./SecretCommands.js"
 import * as Serve from "./Serve.js"
 import * as Target from "./Target.js"
-import * as TaskProgress from "./TaskProgress.js"
 
 /** How long `skald tools` waits for `tools/list_changed` after a listing before it prints. */
 export const TOOLS_QUIET_PERIOD = Duration.millis(300)
@@ -56,74 +57,43 @@ const tools = Command.make("tools", { json, ...Target.options }, ({ json, ...tar
       yield* stdout(json ? Output.json(list.wire) : Output.toolLines(list.tools))
     })
   ).pipe(reportFailures)
-).pipe(Command.withDescription("List the tools of an MCP server: skald tools [--json] (--http URL | -- CMD [ARGS…])"))
-
-const parseArgs = (text: string) =>
-  Effect.try({
-    try: () => JSON.parse(text) as unknown,
-    catch: () => new UsageError({ message: `--args is not valid JSON: ${text.length > 80 ? `${text.slice(0, 80)}…` : text}` })
-  }).pipe(
-    Effect.filterOrFail(
-      (value): value is McpClient.JsonObject => typeof value === "object" && value !== null && !Array.isArray(value),
-      () => new UsageError({ message: "--args must be a JSON object, e.g. --args '{\"message\":\"hi\"}'" })
-    )
-  )
+).pipe(Command.withDescription(Help.about({
+  summary: "List the tools of an MCP server, one a line (--json: the tools exactly as the server sent them).",
+  usage: ["skald tools [options] -- CMD [ARGS…]", "skald tools [options] --http URL"],
+  examples: [
+    "skald tools -- npx -y @modelcontextprotocol/server-everything stdio",
+    "skald tools --json --http http://127.0.0.1:3001/mcp"
+  ]
+})))
 
 const call = Command.make(
   "call",
   {
     tool: Args.text({ name: "TOOL" }).pipe(Args.withDescription("The tool to call.")),
-    args: Options.text("args").pipe(
-      Options.withDescription("The tool's arguments as a JSON object (default {})."),
-      Options.optional
-    ),
-    timeout: Options.float("timeout").pipe(
-      Options.withDescription("Seconds to wait for the result (default SKALD_MCP_CALL_TIMEOUT or 120)."),
-      Options.optional
-    ),
-    json,
+    ...CallOptions.options,
     mediaDir: Options.text("media-dir").pipe(
       Options.withDescription("Where media results are written (default ./skald-media)."),
       Options.withDefault("skald-media")
     ),
-    ...Target.options,
-    elicit: Options.text("elicit").pipe(
-      Options.withDescription(
-        "The answer to every elicitation of this call, an ElicitResult as JSON, @FILE or @- (stdin; " +
-          "use it for secrets). Without it: a prompt on a terminal, else decline."
-      ),
-      Options.optional
-    )
+    ...Target.options
   },
-  ({ apiKeyEnv, args, elicit, http, json, mediaDir, timeout, tool }) =>
+  ({ apiKeyEnv, http, json, mediaDir, tool, ...given }) =>
     Effect.gen(function*() {
-      const params = Option.isSome(args) ? yield* parseArgs(args.value) : {}
-      const problems = Elicit.makeProblems()
-      const handler = Option.isSome(elicit)
-        ? Elicit.fromAnswer(yield* Elicit.readAnswer(elicit.value), problems, yield* Effect.scope)
-        : process.stdin.isTTY === true
-        ? Elicit.terminal
-        : Elicit.declining
-      if (Option.isSome(timeout) && !(timeout.value > 0)) {
-        return yield* new UsageError({ message: "--timeout must be a positive number of seconds" })
-      }
-      const progress = TaskProgress.make(process.stderr)
+      const parsed = yield* CallOptions.parse(given)
+      const { callOptions, done } = CallOptions.display(parsed)
       // The result is printed before the connection closes (a server may take seconds to stop).
       const exit = yield* Effect.exit(withClient({ http, apiKeyEnv }, (client) =>
-        client.callTool(tool, params, {
-          ...(Option.isSome(timeout) ? { timeout: Duration.millis(Math.round(timeout.value * 1000)) } : {}),
-          onTaskStatus: progress.report
-        }).pipe(
-          Effect.ensuring(progress.done),
+        client.callTool(tool, parsed.params, callOptions).pipe(
+          Effect.ensuring(done),
           Effect.tap((outcome) =>
-            problems.first() !== undefined ? Effect.void : Effect.flatMap(
+            parsed.problems.first() !== undefined ? Effect.void : Effect.flatMap(
               json ? Effect.succeed(Output.json(outcome.wire)) : Output.renderResult(outcome.result, mediaDir),
               stdout
             )
           )
-        ), handler))
+        ), parsed.handler))
       // An --elicit answer that did not fit the form is a usage error, whatever the call did after.
-      const problem = problems.first()
+      const problem = parsed.problems.first()
       if (problem !== undefined) return yield* new UsageError({ message: problem })
       const outcome = yield* exit
       if (outcome.result._tag !== "Task" && outcome.result.isError) {
@@ -131,18 +101,61 @@ const call = Command.make(
       }
     }).pipe(Effect.scoped, reportFailures)
 ).pipe(
-  Command.withDescription(
-    "Call one tool of an MCP server: skald call TOOL [--args JSON] [--timeout S] [--json] [--media-dir DIR] " +
-      "[--elicit ANSWER] (--http URL | -- CMD [ARGS…])"
-  )
+  Command.withDescription(Help.about({
+    summary: "Call one tool of an MCP server and print its result (--json: the CallToolResult exactly as sent).",
+    details: ["Exit status 1 when the tool answers isError, 2 on any other failure (see docs/cli.md)."],
+    usage: ["skald call [options] TOOL -- CMD [ARGS…]", "skald call [options] TOOL --http URL"],
+    examples: [
+      "skald call echo --args '{\"message\":\"hi\"}' -- node server.js",
+      "echo '{\"action\":\"accept\"}' | skald call confirm --elicit @- --timeout 30 -- node server.js"
+    ]
+  }))
 )
 
 /** The root command. */
 export const command = Command.make("skald").pipe(
-  Command.withDescription("Skald, an Effect-native MCP host. Options come before `--`; the server's command line after it."),
+  Command.withDescription(Help.about({
+    summary: "Skald, an Effect-native MCP host. Options come before `--`; the server's command line after it.",
+    usage: ["skald COMMAND [options] [-- CMD [ARGS…]]"],
+    examples: ["skald tools -- node server.js", "skald mcp add weather -- node weather.js", "skald serve"]
+  })),
   Command.withSubcommands([tools, call, McpCommands.command, SecretCommands.command, Serve.command, Events.command])
 )
 
-/** Parses and runs a command line (argv without node and the script, already split at `--`). */
+/** The version `--version` prints. */
+export const VERSION = "0.1.0"
+
+/** A hint for @effect/cli's parse errors. */
+const parseHint = (text: string): string | undefined =>
+  /unknown argument/i.test(text)
+    ? "options come before `--` and the server's command line after it, e.g. `skald tools -- node server.js`"
+    : undefined
+
+/**
+ * Parses and runs a command line (argv without node and the script, already split at `--`):
+ * help, completions and the global options first (Help.ts), then @effect/cli.
+ */
 export const run = (argv: ReadonlyArray<string>) =>
-  Command.run(command, { name: "skald", version: "0.1.0" })(["node", "skald", ...argv])
+  Effect.suspend(() => {
+    const root = Help.tree(command)
+    const prepared = Help.prepare(root, argv)
+    switch (prepared._tag) {
+      case "Help":
+        return stdout(Help.render(prepared.node, Help.widthOf(process.stdout), VERSION, Help.colourAllowed(process.stdout)))
+      case "Completions": {
+        const script = Help.completions(root, prepared.shell)
+        return script === undefined
+          ? reportFailures(Effect.fail(new UsageError({ message: "--completions takes bash, zsh or fish" })))
+          : stdout(script)
+      }
+      case "Problem":
+        return reportFailures(Effect.fail(new UsageError({ message: prepared.message })))
+      case "Run": {
+        const cli = Help.plainErrors(
+          Command.run(command, { name: "skald", version: VERSION })(["node", "skald", ...prepared.argv]),
+          parseHint
+        )
+        return prepared.logLevel === undefined ? cli : Logger.withMinimumLogLevel(cli, prepared.logLevel)
+      }
+    }
+  })

@@ -21,3 +21,25 @@ export class UsageError extends Data.TaggedError("UsageError")<{ readonly messag
 
 /** Ends the command with this status (after its output was printed). */
 export class ExitWith extends Data.TaggedError("ExitWith")<{ readonly status: number }> {}
+
+const field = (error: object, key: string): string => String((error as Record<string, unknown>)[key])
+
+/**
+ * The command line's hint for a host or domain error (their messages never name a flag or a
+ * command; the CLI says which of its own to use).
+ */
+export const hintFor = (error: unknown): string | undefined => {
+  if (typeof error !== "object" || error === null || !("_tag" in error)) return undefined
+  switch (error._tag) {
+    case "ServerAlreadyRegistered":
+      return `skald: \`skald mcp add ${field(error, "name")} --replace …\` replaces it; \`skald mcp show ${field(error, "name")}\` shows it`
+    case "ServerDisabled":
+      return `skald: enable it with \`skald mcp enable ${field(error, "name")}\``
+    case "McpTimeout":
+      return field(error, "method") === "initialize"
+        ? "skald: the start timeout is SKALD_MCP_START_TIMEOUT (seconds, default 120)"
+        : "skald: set the timeout with --timeout S or SKALD_MCP_CALL_TIMEOUT (seconds, default 120)"
+    default:
+      return undefined
+  }
+}

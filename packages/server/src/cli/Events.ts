@@ -7,6 +7,7 @@ import { Command, Options } from "@effect/cli"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { EventRepo } from "../host/EventStore.js"
+import * as Help from "./Help.js"
 import * as Host from "./Host.js"
 import { reportFailures, stdout } from "./Io.js"
 import * as Output from "./Output.js"
@@ -34,4 +35,8 @@ export const command = Command.make(
         )
       })
     ).pipe(reportFailures)
-).pipe(Command.withDescription("List the events MCP servers pushed: skald events [--json] [--pending] [--limit N]"))
+).pipe(Command.withDescription(Help.about({
+  summary: "List the events MCP servers pushed (oldest first).",
+  usage: ["skald events [options]"],
+  examples: ["skald events --pending", "skald events --json --limit 10"]
+})))

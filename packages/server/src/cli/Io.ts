@@ -5,7 +5,10 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
-import { ExitStatus, ExitWith } from "./CliError.js"
+import * as HashMap from "effect/HashMap"
+import * as Logger from "effect/Logger"
+import * as Option from "effect/Option"
+import { ExitStatus, ExitWith, hintFor } from "./CliError.js"
 
 /** Prints the result on stdout (a trailing newline added when missing). */
 export const stdout = (text: string) =>
@@ -14,14 +17,37 @@ export const stdout = (text: string) =>
 /** Prints a line on stderr. */
 export const stderr = (text: string) => Effect.sync(() => void process.stderr.write(`${text}\n`))
 
+/** What an error says, never empty; with the command line's hint for it, if any. */
+export const describeFailure = (error: unknown): string => {
+  const message = typeof error === "object" && error !== null && "message" in error
+    ? String((error as { message: unknown }).message)
+    : String(error)
+  const said = message.trim().length > 0
+    ? message
+    : `${typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : "an error"} without a message (please report it)`
+  const hint = hintFor(error)
+  return hint === undefined ? said : `${said}\n${hint}`
+}
+
 /** Prints what went wrong on stderr (first line: what happened and what to do) and ends with status 2. */
 export const reportFailures = <A, R>(effect: Effect.Effect<A, unknown, R>): Effect.Effect<A, ExitWith, R> =>
   effect.pipe(
     Effect.catchAll((error) => {
       if (error instanceof ExitWith) return Effect.fail(error)
-      const message = typeof error === "object" && error !== null && "message" in error
-        ? String((error as { message: unknown }).message)
-        : String(error)
-      return Effect.zipRight(stderr(`skald: ${message}`), Effect.fail(new ExitWith({ status: ExitStatus.Failure })))
+      return Effect.zipRight(
+        stderr(`skald: ${describeFailure(error)}`),
+        Effect.fail(new ExitWith({ status: ExitStatus.Failure }))
+      )
     })
   )
+
+/**
+ * The diagnostics logger: `skald: <level>: [<server>] <text>` on stderr, the server named by
+ * the `mcp.server` annotation of the line (every line of a connection carries it).
+ */
+export const stderrLogger = Logger.make(({ annotations, logLevel, message }) => {
+  const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
+  const server = Option.getOrUndefined(HashMap.get(annotations, "mcp.server"))
+  const who = typeof server === "string" && server.length > 0 ? `[${server}] ` : ""
+  process.stderr.write(`skald: ${logLevel.label.toLowerCase()}: ${who}${text}\n`)
+})

@@ -12,6 +12,7 @@ import * as SecretStoreModule from "../host/SecretStore.js"
 import * as ServerList from "../host/ServerList.js"
 import { UsageError } from "./CliError.js"
 import * as Elicit from "./Elicit.js"
+import * as Help from "./Help.js"
 import * as Host from "./Host.js"
 import { reportFailures, stderr, stdout } from "./Io.js"
 
@@ -45,7 +46,11 @@ const set = Command.make("set", { name: secretName, home: Host.home }, ({ home, 
       )
     )
   }).pipe(Effect.provide(Host.secretsLayer(home)), reportFailures)).pipe(
-    Command.withDescription("Store a secret, read from stdin or a masked prompt: skald secret set NAME")
+    Command.withDescription(Help.about({
+      summary: "Store a secret, read from stdin (one trailing newline stripped) or a masked prompt; never from argv.",
+      usage: ["skald secret set [options] NAME"],
+      examples: ["skald secret set WEATHER_TOKEN", "printf %s \"$TOKEN\" | skald secret set WEATHER_TOKEN"]
+    }))
   )
 
 const list = Command.make("list", { home: Host.home }, ({ home }) =>
@@ -53,17 +58,29 @@ const list = Command.make("list", { home: Host.home }, ({ home }) =>
     const names = yield* (yield* SecretStore).list
     if (names.length > 0) yield* stdout(names.join("\n"))
   }).pipe(Effect.provide(Host.secretsLayer(home)), reportFailures)).pipe(
-    Command.withDescription("List the stored secrets' names (never their values).")
+    Command.withDescription(Help.about({
+      summary: "List the stored secrets' names (never their values).",
+      usage: ["skald secret list [options]"],
+      examples: ["skald secret list"]
+    }))
   )
 
 const rm = Command.make("rm", { name: secretName, home: Host.home }, ({ home, name }) =>
   Effect.gen(function*() {
     if (!(yield* (yield* SecretStore).remove(name))) return yield* new UsageError({ message: `no secret named ${name}` })
     yield* stderr(`skald: removed ${name}`)
-  }).pipe(Effect.provide(Host.secretsLayer(home)), reportFailures)).pipe(Command.withDescription("Delete a stored secret."))
+  }).pipe(Effect.provide(Host.secretsLayer(home)), reportFailures)).pipe(Command.withDescription(Help.about({
+    summary: "Delete a stored secret.",
+    usage: ["skald secret rm [options] NAME"],
+    examples: ["skald secret rm WEATHER_TOKEN"]
+  })))
 
 /** `skald secret …`. */
 export const command = Command.make("secret").pipe(
-  Command.withDescription("Manage the secret store (secrets/vars/<NAME>, mode 0600)."),
+  Command.withDescription(Help.about({
+    summary: "Manage the secret store (secrets/vars/<NAME>, mode 0600).",
+    usage: ["skald secret COMMAND [options]"],
+    examples: ["skald secret set WEATHER_TOKEN", "skald secret list"]
+  })),
   Command.withSubcommands([set, list, rm])
 )

@@ -16,6 +16,7 @@ import * as FirstRun from "../host/FirstRun.js"
 import * as HttpEndpoints from "../host/HttpEndpoints.js"
 import * as McpManager from "../host/McpManager.js"
 import { Paths } from "../host/Paths.js"
+import * as Help from "./Help.js"
 import * as Host from "./Host.js"
 import { reportFailures, stderr } from "./Io.js"
 import * as Settings from "./Settings.js"
@@ -51,8 +52,10 @@ export const command = Command.make("serve", { home: Host.home, verbose }, ({ ho
       verbose ? Logger.withMinimumLogLevel(LogLevel.Debug) : (e) => e
     )
   }).pipe(reportFailures)).pipe(
-    Command.withDescription(
-      "Run the host in the foreground: connects every enabled server, follows the registry live, and serves " +
-        "media files on SKALD_HOST:SKALD_PORT (127.0.0.1:8787)."
-    )
+    Command.withDescription(Help.about({
+      summary: "Run the host in the foreground: connects every enabled server, follows the registry live, and serves " +
+        "media files on SKALD_HOST:SKALD_PORT (127.0.0.1:8787).",
+      usage: ["skald serve [options]"],
+      examples: ["skald serve", "skald serve --verbose --home ~/skald"]
+    }))
   )

@@ -14,20 +14,17 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Cli from "./Cli.js"
 import { ExitStatus, ExitWith } from "./CliError.js"
+import * as Io from "./Io.js"
 import * as Settings from "./Settings.js"
 import * as Target from "./Target.js"
 
 const { own, server } = Target.splitArgv(process.argv.slice(2))
 
-// Diagnostics go to stderr: warnings and worse unless --log-level says otherwise.
-const stderrLogger = Logger.make(({ logLevel, message }) => {
-  const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
-  process.stderr.write(`skald: ${logLevel.label.toLowerCase()}: ${text}\n`)
-})
+// Diagnostics go to stderr (Io.stderrLogger): warnings and worse unless --log-level says otherwise.
 
 const program = Cli.run(own).pipe(
   Effect.provideService(Target.ServerCommandLine, server),
-  Effect.provide(Layer.mergeAll(Settings.Settings.layer, NodeContext.layer, Logger.replace(Logger.defaultLogger, stderrLogger))),
+  Effect.provide(Layer.mergeAll(Settings.Settings.layer, NodeContext.layer, Logger.replace(Logger.defaultLogger, Io.stderrLogger))),
   Logger.withMinimumLogLevel(LogLevel.Warning)
 )
 

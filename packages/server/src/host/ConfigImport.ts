@@ -6,16 +6,18 @@
  * - VS Code's `mcp.json`: `{"servers": {name: {type: "stdio", command, args, env} | {type: "http"|"sse",
  *   url, headers}}, "inputs": […]}`.
  *
- * References `${VAR}` and `${env:VAR}` become our `${VAR}`. A literal value of an env key that
+ * References `${VAR}` and `${env:VAR}` become our `${VAR}`; editor variables (`${workspaceFolder}`,
+ * `${userHome}`, …) and Claude Code's `${VAR:-default}` are resolved as `mapReferences` says. A literal value of an env key that
  * looks secret (token, key, secret, password) and a literal bearer token are moved into the
  * secret store as `<SERVER>_<KEY>` / `<SERVER>_API_KEY`; the entry keeps the reference. What cannot
- * be expressed is skipped with the reason: VS Code `${input:…}` prompts, `envFile`, headers other
+ * be expressed is skipped with the reason: VS Code `${input:…}` prompts, `${cwd}`, `envFile`, headers other
  * than `Authorization: Bearer`, invalid names, names already registered.
  *
  * @since 0.1.0
  */
 import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
 import * as Either from "effect/Either"
+import * as Path from "node:path"
 import { isReference, isValidName, secretNameFor } from "./SecretStore.js"
 
 /** A secret to move into the store. */
@@ -39,18 +41,60 @@ const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "obj
 
 const looksSecret = (key: string) => /token|key|secret|password|passwd|credential/i.test(key)
 
-/** Rewrites `${env:VAR}` to `${VAR}`; fails on forms we cannot resolve (`${input:…}`, `${workspaceFolder}` …). */
-export const mapReferences = (value: string): Either.Either<string, string> => {
+/** What an import knows about where it runs: what editor variables resolve to. */
+export interface Context {
+  /** The imported file (absolute): `${workspaceFolder}` is the folder holding its `.vscode/` or `.cursor/`. */
+  readonly file?: string | undefined
+  /** `${userHome}`. */
+  readonly userHome?: string | undefined
+  /** Whether a variable is set now (stored secret or environment): decides `${VAR:-default}`. */
+  readonly isSet?: ((name: string) => boolean) | undefined
+}
+
+/** The workspace folder of a file in `<folder>/.vscode/` or `<folder>/.cursor/`, if it is in one. */
+export const workspaceFolderOf = (file: string): string | undefined => {
+  const dir = Path.dirname(file)
+  return /^\.(vscode|cursor)$/.test(Path.basename(dir)) ? Path.dirname(dir) : undefined
+}
+
+/**
+ * Rewrites a value's references to ours: `${VAR}` and `${env:VAR}` (Cursor, VS Code) become
+ * `${VAR}`; `${workspaceFolder}`, `${workspaceFolderBasename}`, `${userHome}` and
+ * `${pathSeparator}` become their values when the context knows them; Claude Code's
+ * `${VAR:-default}` becomes `${VAR}` when VAR is set now, else the default itself. Fails, saying
+ * why, on what cannot be resolved here (`${input:…}`, `${cwd}`, a workspace folder of a file
+ * outside `.vscode/`, …).
+ */
+export const mapReferences = (value: string, context: Context = {}): Either.Either<string, string> => {
   let problem: string | undefined
+  const folder = context.file === undefined ? undefined : workspaceFolderOf(context.file)
+  const editor: Record<string, string | undefined> = {
+    workspaceFolder: folder,
+    workspaceFolderBasename: folder === undefined ? undefined : Path.basename(folder),
+    userHome: context.userHome,
+    pathSeparator: Path.sep
+  }
   const mapped = value.replace(/\$\{([^}]*)\}/g, (whole, inner: string) => {
+    const withDefault = /^([A-Za-z_][A-Za-z0-9_]*):-(.*)$/s.exec(inner)
+    if (withDefault !== null) {
+      const [, name, fallback] = withDefault as unknown as [string, string, string]
+      return context.isSet?.(name) === false ? fallback : `\${${name}}`
+    }
     const m = /^(?:env:)?([A-Za-z_][A-Za-z0-9_]*)$/.exec(inner)
-    if (m !== null && !/^(workspaceFolder|userHome|pathSeparator|cwd)$/.test(m[1]!)) return `\${${m[1]}}`
+    if (m !== null && !inner.startsWith("env:") && Object.hasOwn(editor, m[1]!)) {
+      const known = editor[m[1]!]
+      if (known !== undefined) return known
+      problem ??= m[1] === "workspaceFolder" || m[1] === "workspaceFolderBasename"
+        ? `${whole} is known only for a file in a project's .vscode/ or .cursor/ folder`
+        : `${whole} cannot be resolved outside the host it was written for`
+      return whole
+    }
+    if (m !== null && m[1] !== "cwd") return `\${${m[1]}}`
     problem ??= `${whole} cannot be resolved outside the host it was written for`
     return whole
   })
   return problem === undefined ? Either.right(mapped) : Either.left(problem)
 }
-
 
 /** A usable server name from a foreign one, or undefined. */
 const nameFrom = (raw: string): string | undefined => {
@@ -59,7 +103,7 @@ const nameFrom = (raw: string): string | undefined => {
   return ServerName.isValid(cleaned) ? cleaned : undefined
 }
 
-const one = (source: string, raw: unknown, existing: ReadonlySet<string>): Outcome => {
+const one = (source: string, raw: unknown, existing: ReadonlySet<string>, context: Context): Outcome => {
   const skip = (reason: string): Outcome => ({ _tag: "Skipped", source, reason })
   if (!isObject(raw)) return skip("not an object")
   const name = nameFrom(source)
@@ -78,7 +122,7 @@ const one = (source: string, raw: unknown, existing: ReadonlySet<string>): Outco
     if (!Array.isArray(args) || !args.every((a) => typeof a === "string")) return skip("args must be strings")
     const mappedArgs: Array<string> = []
     for (const a of args) {
-      const m = mapReferences(a)
+      const m = mapReferences(a, context)
       if (Either.isLeft(m)) return skip(`args: ${m.left}`)
       mappedArgs.push(m.right)
     }
@@ -88,7 +132,7 @@ const one = (source: string, raw: unknown, existing: ReadonlySet<string>): Outco
       for (const [key, value] of Object.entries(raw.env)) {
         if (typeof value !== "string") return skip(`env ${key} is not a string`)
         if (!isValidName(key)) return skip(`env ${JSON.stringify(key)} is not a variable name`)
-        const m = mapReferences(value)
+        const m = mapReferences(value, context)
         if (Either.isLeft(m)) return skip(`env ${key}: ${m.left}`)
         if (looksSecret(key) && !m.right.includes("${") && m.right.length > 0) {
           const secret = secretNameFor(name, key)
@@ -99,7 +143,7 @@ const one = (source: string, raw: unknown, existing: ReadonlySet<string>): Outco
         }
       }
     }
-    const command = mapReferences(raw.command)
+    const command = mapReferences(raw.command, context)
     if (Either.isLeft(command)) return skip(`command: ${command.left}`)
     return {
       _tag: "Imported",
@@ -114,7 +158,7 @@ const one = (source: string, raw: unknown, existing: ReadonlySet<string>): Outco
   }
   if (type === "http" || type === "sse" || type === "streamable-http" || type === "streamableHttp") {
     if (typeof raw.url !== "string") return skip("no url")
-    const url = mapReferences(raw.url)
+    const url = mapReferences(raw.url, context)
     if (Either.isLeft(url)) return skip(`url: ${url.left}`)
     if (!URL.canParse(url.right) || !/^https?:$/.test(new URL(url.right).protocol)) return skip("the url is not http(s)")
     let apiKey: string | undefined
@@ -126,7 +170,7 @@ const one = (source: string, raw: unknown, existing: ReadonlySet<string>): Outco
         }
         const bearer = /^Bearer\s+(.+)$/i.exec(value.trim())
         if (bearer === null) return skip("an Authorization header that is not a bearer token is not supported")
-        const m = mapReferences(bearer[1]!)
+        const m = mapReferences(bearer[1]!, context)
         if (Either.isLeft(m)) return skip(`Authorization: ${m.left}`)
         if (isReference(m.right)) {
           apiKey = m.right
@@ -154,7 +198,11 @@ const one = (source: string, raw: unknown, existing: ReadonlySet<string>): Outco
 }
 
 /** The entries of a config file's JSON, each imported or skipped with a reason. */
-export const fromJson = (json: unknown, existing: ReadonlySet<string>): Either.Either<ReadonlyArray<Outcome>, string> => {
+export const fromJson = (
+  json: unknown,
+  existing: ReadonlySet<string>,
+  context: Context = {}
+): Either.Either<ReadonlyArray<Outcome>, string> => {
   if (!isObject(json)) return Either.left("the file is not a JSON object")
   const servers = isObject(json.mcpServers) ? json.mcpServers : isObject(json.servers) ? json.servers : undefined
   if (servers === undefined) {
@@ -163,7 +211,7 @@ export const fromJson = (json: unknown, existing: ReadonlySet<string>): Either.E
   const taken = new Set(existing)
   const outcomes: Array<Outcome> = []
   for (const [source, raw] of Object.entries(servers)) {
-    const outcome = one(source, raw, taken)
+    const outcome = one(source, raw, taken, context)
     if (outcome._tag === "Imported") taken.add(outcome.entry.name)
     outcomes.push(outcome)
   }

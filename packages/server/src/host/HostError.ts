@@ -95,3 +95,22 @@ export class HostAlreadyRunning extends Schema.TaggedError<HostAlreadyRunning>("
     return `another skald host (pid ${this.pid}) is already running on this database; stop it first`
   }
 }
+
+/** A registration under a name that is already registered (and not asked to replace it). */
+export class ServerAlreadyRegistered extends Schema.TaggedError<ServerAlreadyRegistered>(
+  "@skald/server/ServerAlreadyRegistered"
+)("ServerAlreadyRegistered", { name: Schema.String }) {
+  override get message(): string {
+    return `an MCP server named '${this.name}' is already registered; remove it first or ask to replace it`
+  }
+}
+
+/** A one-off connection to a server that is registered but disabled. */
+export class ServerDisabled extends Schema.TaggedError<ServerDisabled>("@skald/server/ServerDisabled")(
+  "ServerDisabled",
+  { name: Schema.String }
+) {
+  override get message(): string {
+    return `MCP server '${this.name}' is disabled; enable it first`
+  }
+}

@@ -10,16 +10,18 @@ import * as EventStore from "./EventStore.js"
 import { ServerLogs } from "./ServerLogs.js"
 import * as McpServerRepo from "./McpServerRepo.js"
 import type { Paths } from "./Paths.js"
+import { Registration } from "./Registration.js"
 import { SecretStore } from "./SecretStore.js"
 import * as StatusRepo from "./StatusRepo.js"
 
 /**
  * The host's services over the given paths (which it also provides): the database and its
- * repositories, the secret store, the per-server log writer, the event recorder.
+ * repositories, the secret store, the per-server log writer, the event recorder, registration.
  */
 export const layer = <E, R>(paths: Layer.Layer<Paths, E, R>) => {
   const database = Database.layer.pipe(Layer.provide(paths))
   const repos = Layer.mergeAll(McpServerRepo.layer, StatusRepo.layer, EventStore.layer).pipe(Layer.provideMerge(database))
   const runtime = Layer.mergeAll(ServerLogs.Default, EventStore.EventRecorder.Default).pipe(Layer.provideMerge(repos))
-  return Layer.mergeAll(runtime, SecretStore.Default).pipe(Layer.provideMerge(paths))
+  const stores = Layer.mergeAll(runtime, SecretStore.Default)
+  return Registration.Default.pipe(Layer.provideMerge(stores), Layer.provideMerge(paths))
 }

@@ -7,7 +7,9 @@
  *     2026-07-03T12:34:56.789Z [lifecycle]  failed to start: command not found
  *
  * Tags: `[stderr]` (a line of the process's stderr), `[<level>]` (a `notifications/message`
- * record), `[lifecycle]` (start, start failure and timeout, connect, disconnect, restart). A file
+ * record), `[lifecycle]` (start, start failure and timeout, connect, disconnect, restart). Lines of a
+ * one-off connection of the command line (`skald mcp call|tools`) carry `[cli pid <N>]` after the
+ * tag. A file
  * that would grow past 5 MB is first rotated to `<name>.log.1` (one backup kept).
  *
  * Servers never wait for the disk: lines go to a bounded in-memory queue that one consumer fiber
@@ -133,21 +135,29 @@ export class ServerLogs extends Effect.Service<ServerLogs>()("@skald/server/Serv
     // What is still queued when the host stops is written before the scope closes.
     yield* Effect.addFinalizer(() => Effect.flatMap(Queue.takeAll(queue), (rest) => write(Array.from(rest))))
 
-    const enqueue = (server: string, tag: McpLog.Tag, text: string) => {
+    const enqueue = (server: string, tag: McpLog.Tag, text: string, origin: string | undefined) => {
       const file = fileOf(server)
       const lines = text.split(/\r?\n/)
       const at = new Date()
       for (const line of lines) {
-        if (!queue.unsafeOffer({ file, line: formatLine(at, tag, line) })) dropped++
+        const tagged = origin === undefined ? line : `[${origin}] ${line}`
+        if (!queue.unsafeOffer({ file, line: formatLine(at, tag, tagged) })) dropped++
       }
     }
 
-    /** A sink for one server's lines, with its secret values redacted. */
-    const sink = (server: string, secrets: ReadonlyArray<Redacted.Redacted<string>> = []): McpLog.Sink => ({
+    /**
+     * A sink for one server's lines, with its secret values redacted. `origin` tags every line
+     * written by a connection other than the host's (e.g. `cli pid 4242`: `[cli pid 4242] …`).
+     */
+    const sink = (
+      server: string,
+      secrets: ReadonlyArray<Redacted.Redacted<string>> = [],
+      origin?: string
+    ): McpLog.Sink => ({
       emit: (line) =>
         Effect.suspend(() => {
           const text = SecretStore.redact(secrets, line.text)
-          enqueue(server, line.tag, text)
+          enqueue(server, line.tag, text, origin)
           return Effect.logDebug(text).pipe(Effect.annotateLogs({ "mcp.server": line.server, "mcp.log": line.tag }))
         })
     })

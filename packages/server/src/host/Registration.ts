@@ -1,0 +1,180 @@
+/**
+ * Registering a server: a request (what `skald mcp add`'s flags or an imported file say, later an
+ * RPC) becomes a validated registry entry, with every literal secret moved into the secret store
+ * and the entry keeping only its `${NAME}` reference. An existing name is refused unless the
+ * request says to replace it. `describe` is the other way: an entry as it may be shown, with the
+ * references as stored (a registry entry never holds a secret's value).
+ *
+ * @since 0.1.0
+ */
+import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import { InvalidServerEntry, ServerAlreadyRegistered } from "./HostError.js"
+import { validate } from "./McpManager.js"
+import { McpServerRepo } from "./McpServerRepo.js"
+import { isReference, isValidName, SecretStore, secretNameFor } from "./SecretStore.js"
+
+/** How the server is reached, as requested. */
+export type Transport =
+  | {
+    readonly _tag: "stdio"
+    readonly command: string
+    readonly args: ReadonlyArray<string>
+    /** Stored as given (values may be `${NAME}` references). */
+    readonly env: Readonly<Record<string, string>>
+    /** Secret values: a literal is moved to the store as `secretNameFor(server, key)`; a reference is kept. */
+    readonly secretEnv: Readonly<Record<string, string>>
+  }
+  | {
+    readonly _tag: "http"
+    readonly url: string
+    /** A `${NAME}` reference, or a literal moved to the store as `secretNameFor(server, "API_KEY")`. */
+    readonly apiKey?: string | undefined
+    /** The variable (stored secret or environment) holding the api key: stored as `${VARIABLE}`. */
+    readonly apiKeyVariable?: string | undefined
+  }
+
+/** A registration as requested. */
+export interface Request {
+  readonly name: string
+  readonly transport: Transport
+  readonly description?: string | undefined
+  readonly friendlyName?: string | undefined
+  /** Default true. */
+  readonly enabled?: boolean | undefined
+  /** Replace an entry of the same name instead of refusing. Default false. */
+  readonly replace?: boolean | undefined
+}
+
+/** A secret value to move into the store. */
+export interface SecretToStore {
+  readonly name: string
+  readonly value: string
+}
+
+/** A validated registration: the entry to store and the secrets it refers to. */
+export interface Planned {
+  readonly entry: McpServerEntry.McpServerEntry
+  readonly secrets: ReadonlyArray<SecretToStore>
+}
+
+/** What `register` did. */
+export interface Registered extends Planned {
+  /** True when an entry of that name was replaced. */
+  readonly replaced: boolean
+}
+
+const invalid = (reason: string) => Effect.fail(new InvalidServerEntry({ reason }))
+
+/** The rule for server names, in words. */
+export const NAME_RULE = "use 1-64 letters, digits, '-' and '_', never '__', and do not start or end with '_'"
+
+/** Checks a request and builds its entry (nothing is stored). */
+export const plan = (request: Request): Effect.Effect<Planned, InvalidServerEntry> => {
+  if (!ServerName.isValid(request.name)) {
+    return invalid(`the name ${JSON.stringify(request.name)} is not valid: ${NAME_RULE}`)
+  }
+  const name = ServerName.make(request.name)
+  const secrets: Array<SecretToStore> = []
+  /** A reference stays; a literal moves to the store under `secretNameFor(name, suffix)`. */
+  const toReference = (value: string, suffix: string): string => {
+    if (isReference(value)) return value
+    const secret = secretNameFor(name, suffix)
+    secrets.push({ name: secret, value })
+    return `\${${secret}}`
+  }
+  const t = request.transport
+  let config: ServerConfig.ServerConfig
+  if (t._tag === "stdio") {
+    if (t.command.trim().length === 0) return invalid("the command is empty")
+    const env: Record<string, string> = {}
+    for (const [key, value] of [...Object.entries(t.env), ...Object.entries(t.secretEnv)]) {
+      if (!isValidName(key)) return invalid(`invalid environment variable name ${JSON.stringify(key)}`)
+      if (Object.hasOwn(env, key)) return invalid(`the environment variable ${key} is given twice`)
+      env[key] = Object.hasOwn(t.secretEnv, key) ? toReference(value, key) : value
+    }
+    config = ServerConfig.StdioServerConfig.make({ command: t.command, args: [...t.args], env })
+  } else {
+    if (t.apiKey !== undefined && t.apiKeyVariable !== undefined) {
+      return invalid("give either the api key or the variable holding it, not both")
+    }
+    if (t.apiKeyVariable !== undefined && !isValidName(t.apiKeyVariable)) {
+      return invalid(`the api key variable must be a variable name, got ${JSON.stringify(t.apiKeyVariable)}`)
+    }
+    const apiKey = t.apiKeyVariable !== undefined
+      ? `\${${t.apiKeyVariable}}`
+      : t.apiKey === undefined || t.apiKey.length === 0
+      ? undefined
+      : toReference(t.apiKey, "API_KEY")
+    config = ServerConfig.HttpServerConfig.make(apiKey === undefined ? { url: t.url } : { url: t.url, apiKey })
+  }
+  const entry = McpServerEntry.McpServerEntry.make({
+    name,
+    config,
+    enabled: request.enabled ?? true,
+    ...(request.description === undefined ? {} : { description: request.description }),
+    ...(request.friendlyName === undefined ? {} : { friendlyName: request.friendlyName })
+  })
+  return Effect.as(validate(entry), { entry, secrets } satisfies Planned as Planned)
+}
+
+/** What a literal api key (an entry registered by a library user, not through `register`) shows as. */
+export const HIDDEN = "[literal, not shown]"
+
+/**
+ * An entry as it may be shown (`skald mcp show`, `list --json`): references as stored, never
+ * values. An api key that is not exactly a `${NAME}` reference is a literal secret: hidden.
+ */
+export const describe = (entry: McpServerEntry.McpServerEntry) => {
+  const c = entry.config
+  return {
+    name: entry.name as string,
+    ...(entry.friendlyName === undefined ? {} : { friendlyName: entry.friendlyName }),
+    ...(entry.description === undefined ? {} : { description: entry.description }),
+    enabled: entry.enabled,
+    ...(c._tag === "stdio"
+      ? { transport: "stdio" as const, command: c.command, args: [...c.args], env: { ...c.env } }
+      : {
+        transport: "http" as const,
+        url: c.url,
+        ...(c.apiKey === undefined ? {} : { apiKey: isReference(c.apiKey) ? c.apiKey : HIDDEN })
+      })
+  }
+}
+
+/** What `describe` gives. */
+export type Description = ReturnType<typeof describe>
+
+/** Registers servers: validation, secrets to the store, the registry row. */
+export class Registration extends Effect.Service<Registration>()("@skald/server/Registration", {
+  effect: Effect.gen(function*() {
+    const repo = yield* McpServerRepo
+    const store = yield* SecretStore
+
+    /** Stores a planned registration; refuses an existing name unless `replace`. */
+    const apply = Effect.fn("Registration.apply")(function*(planned: Planned, replace: boolean) {
+      const name = planned.entry.name
+      yield* Effect.annotateCurrentSpan("mcp.server", name)
+      const existing = yield* repo.get(name)
+      if (Option.isSome(existing) && !replace) return yield* new ServerAlreadyRegistered({ name })
+      for (const secret of planned.secrets) yield* store.set(secret.name, Redacted.make(secret.value))
+      yield* repo.upsert(planned.entry)
+      return { ...planned, replaced: Option.isSome(existing) } satisfies Registered as Registered
+    })
+
+    /** Validates the request, moves its literal secrets to the store and writes the entry. */
+    const register = Effect.fn("Registration.register")(function*(request: Request) {
+      const planned = yield* plan(request)
+      return yield* apply(planned, request.replace ?? false)
+    })
+
+    /** The entry of that name, as it may be shown. */
+    const show = Effect.fn("Registration.show")(function*(name: ServerName.ServerName) {
+      return Option.map(yield* repo.get(name), describe)
+    })
+
+    return { register, apply, show } as const
+  })
+}) {}

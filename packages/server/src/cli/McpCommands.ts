@@ -21,6 +21,8 @@ import * as ConfigImport from "../host/ConfigImport.js"
 import * as Connector from "../host/Connector.js"
 import { UnknownServer } from "../host/HostError.js"
 import * as McpManager from "../host/McpManager.js"
+import * as Redactor from "../host/Redactor.js"
+import * as ServerSecrets from "../host/ServerSecrets.js"
 import { McpServerRepo } from "../host/McpServerRepo.js"
 import { Paths } from "../host/Paths.js"
 import { SecretStore } from "../host/SecretStore.js"
@@ -77,12 +79,12 @@ const add = Command.make(
       Options.repeated
     ),
     secretEnv: Options.text("secret-env").pipe(
-      Options.withDescription("K=V whose value is a secret: moved into the secret store, referenced as ${<SERVER>_<K>}."),
+      Options.withDescription("K=V whose value is a secret: moved into the secret store, referenced as ${MCP_<SERVER>__<K>}."),
       Options.repeated
     ),
     http: Options.text("http").pipe(Options.withDescription("The URL of a streamable HTTP server."), Options.optional),
     apiKey: Options.text("api-key").pipe(
-      Options.withDescription("A ${NAME} reference, or a literal moved into the secret store as <SERVER>_API_KEY."),
+      Options.withDescription("A ${NAME} reference, or a literal moved into the secret store as MCP_<SERVER>__API_KEY."),
       Options.optional
     ),
     apiKeyEnv: Options.text("api-key-env").pipe(
@@ -133,7 +135,7 @@ const add = Command.make(
             if (isReference(o.apiKey.value)) {
               apiKey = o.apiKey.value
             } else {
-              const secret = secretNameFor(name, "API_KEY")
+              const secret = secretNameFor(name, SecretStoreModule.API_KEY_FIELD)
               toStore.push([secret, o.apiKey.value])
               apiKey = `\${${secret}}`
             }
@@ -159,7 +161,13 @@ const add = Command.make(
           ...(Option.isSome(o.description) ? { description: o.description.value } : {}),
           ...(Option.isSome(o.friendlyName) ? { friendlyName: o.friendlyName.value } : {})
         })
-        yield* McpManager.validate(entry).pipe(Effect.mapError((e) => new UsageError({ message: e.message })))
+        yield* McpManager.validate(entry).pipe(Effect.mapError((e) =>
+          new UsageError({
+            message: config._tag === "http" && SecretStoreModule.credentialsInUrl(config.url) !== undefined
+              ? `${e.message}: use --api-key KEY (moved into the secret store) or --api-key-env VAR`
+              : e.message
+          })
+        ))
         for (const [secret, value] of toStore) {
           yield* secrets.set(secret, Redacted.make(value))
           yield* stderr(`skald: stored the secret value as ${secret} (referenced as \${${secret}})`)
@@ -221,10 +229,16 @@ const withServer = <A, E, R>(
       const logs = yield* ServerLogs
       const recorder = yield* EventRecorder
       // Log lines go to the server's log file (and --log-level debug); events are stored, as the host does.
-      const sinks = (secrets: SecretStoreModule.Resolved["secrets"]) => ({ log: logs.sink(server, secrets), events: recorder.sink })
+      // What is printed of a failure (a dying server's stderr tail) has the server's secrets redacted.
+      let redactor = Redactor.empty
+      const sinks = (secrets: SecretStoreModule.Resolved["secrets"]) => {
+        redactor = Redactor.make(secrets)
+        return { log: logs.sink(server, secrets), events: recorder.sink }
+      }
       return yield* Effect.flatMap(Connector.connect(entry.value, options, sinks), use).pipe(
         Effect.provideService(Elicitation.ElicitationHandler, handler),
-        Effect.scoped
+        Effect.scoped,
+        Effect.mapError((error) => Redactor.redactFields(redactor, error))
       )
     })
   )
@@ -301,10 +315,12 @@ const rm = Command.make("rm", { name: serverName, home: Host.home }, ({ home, na
     home,
     Effect.gen(function*() {
       const server = yield* parseName(name)
-      if (!(yield* (yield* McpServerRepo).remove(server))) return yield* new UnknownServer({ name })
-      yield* stderr(`skald: removed '${name}'`)
+      const removed = yield* ServerSecrets.unregister(server)
+      if (Option.isNone(removed)) return yield* new UnknownServer({ name })
+      const secrets = removed.value.length === 0 ? "" : ` and its stored secrets ${removed.value.join(", ")}`
+      yield* stderr(`skald: removed '${name}'${secrets}`)
     })
-  ).pipe(reportFailures)).pipe(Command.withDescription("Delete a server's registration and disconnect it (irreversible)."))
+  ).pipe(reportFailures)).pipe(Command.withDescription("Delete a server's registration and the secrets moved in for it, and disconnect it (irreversible)."))
 
 const logs = Command.make(
   "logs",

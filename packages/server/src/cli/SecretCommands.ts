@@ -16,6 +16,11 @@ import { reportFailures, stderr, stdout } from "./Io.js"
 
 const secretName = Args.text({ name: "NAME" }).pipe(Args.withDescription("The secret's name, as referenced by ${NAME}."))
 
+/** Warns on stderr about every part of the secrets folder that other users can access. */
+const warnExposed = Effect.gen(function*() {
+  for (const e of yield* (yield* SecretStore).exposed) yield* stderr(`skald: warning: ${SecretStoreModule.exposedWarning(e)}`)
+})
+
 const readStdin = Effect.async<string>((resume) => {
   const chunks: Array<Buffer> = []
   process.stdin.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -37,6 +42,7 @@ const set = Command.make("set", { name: secretName, home: Host.home }, ({ home, 
     if (value.length === 0) return yield* new UsageError({ message: "empty value: pipe the secret on stdin, e.g. `skald secret set NAME < file`" })
     yield* (yield* SecretStore).set(name, Redacted.make(value))
     yield* stderr(`skald: stored ${name}`)
+    yield* warnExposed
   }).pipe(Effect.provide(Host.secretsLayer(home)), reportFailures)).pipe(
     Command.withDescription("Store a secret, read from stdin or a masked prompt: skald secret set NAME")
   )
@@ -45,6 +51,7 @@ const list = Command.make("list", { home: Host.home }, ({ home }) =>
   Effect.gen(function*() {
     const names = yield* (yield* SecretStore).list
     if (names.length > 0) yield* stdout(names.join("\n"))
+    yield* warnExposed
   }).pipe(Effect.provide(Host.secretsLayer(home)), reportFailures)).pipe(
     Command.withDescription("List the stored secrets' names (never their values).")
   )

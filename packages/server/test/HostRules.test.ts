@@ -117,7 +117,9 @@ describe("redaction", () => {
   }
   const json = (s: string) => JSON.stringify(s).slice(1, -1)
   const pythonJson = (s: string) => json(s).replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
-  const linesOf = (s: string) => s.split("\n").map((l) => l.replace(/\r$/, "")).filter((l) => l.length >= 4 && l !== s)
+  // Each line of a multi-line value without its line break and the white space around it, when 4 characters or more remain.
+  const linesOf = (s: string) =>
+    /[\r\n]/.test(s) ? s.split(/\r?\n|\r/).map((l) => l.trim()).filter((l) => l.length >= 4) : []
   const encodings = (s: string): ReadonlyArray<string> =>
     [s, ...linesOf(s)].flatMap((x) => [x, json(x), pythonJson(x), ...percent(x)])
 
@@ -153,6 +155,9 @@ describe("redaction", () => {
     for (const line of key.split("\r\n")) assert.strictEqual(r.redact(`[stderr] ${line}\r`), `[stderr] ${Redactor.MARKER}\r`)
     assert.strictEqual(r.redact(JSON.stringify({ password: quoted })), `{"password":"${Redactor.MARKER}"}`)
     assert.strictEqual(r.redact(`https://x/?k=${encodeURIComponent(quoted).toLowerCase()}`), `https://x/?k=${Redactor.MARKER}`)
+    // A re-indented line is still found; a line of blanks is not a secret.
+    assert.strictEqual(r.redact("    MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"), `    ${Redactor.MARKER}`)
+    assert.strictEqual(Redactor.make(["abcd\n        \nefgh"]).redact("a        b"), "a        b")
     const error = new McpError.McpServerExited({ server: "s", code: 3, signal: null, stderrTail: key.split("\r\n") })
     const redacted = Redactor.redactFields(r, error)
     assert.instanceOf(redacted, McpError.McpServerExited)

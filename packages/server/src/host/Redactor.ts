@@ -6,8 +6,8 @@
  * form body). One `Redactor` is built from a server's values and applied once, where text leaves
  * the host: its log lines, its status error, the host's warnings, and the command line's error text.
  *
- * The forms matched, for the value and for each of its lines of 4 characters or more (a trailing
- * `\r` dropped): the raw text; `JSON.stringify(x).slice(1, -1)`, also with every non-ASCII
+ * The forms matched, for the value and for each of its lines of 4 characters or more (without the
+ * line break and the white space around it): the raw text; `JSON.stringify(x).slice(1, -1)`, also with every non-ASCII
  * character as `\uXXXX`; `encodeURIComponent(x)`; the form encoding (`URLSearchParams`: a space is
  * `+`). Hex digits of `\uXXXX` and `%XX` match in either case. Values shorter than 4 characters
  * are left alone: redacting them would shred ordinary text.
@@ -28,12 +28,19 @@ export interface Redactor {
   readonly redact: (text: string) => string
 }
 
-/** The value and each of its lines (without a trailing `\r`) that are long enough to redact. */
+/**
+ * The value and each of its lines that are long enough to redact: a line is taken without its
+ * line break (`\n`, `\r\n` or `\r`) and the white space around it (a re-indented key is still
+ * redacted; a line of blanks is not a secret).
+ */
 export const pieces = (value: string): ReadonlyArray<string> => {
   const out = new Set<string>()
   if (value.length >= MIN_LENGTH) out.add(value)
   if (/[\r\n]/.test(value)) {
-    for (const line of value.split(/\r?\n|\r/)) if (line.length >= MIN_LENGTH) out.add(line)
+    for (const line of value.split(/\r?\n|\r/)) {
+      const trimmed = line.trim()
+      if (trimmed.length >= MIN_LENGTH) out.add(trimmed)
+    }
   }
   return [...out]
 }

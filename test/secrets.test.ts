@@ -103,12 +103,15 @@ describe("moved secrets: one per server and field", () => {
         (yield* Effect.promise(() => runOk(home, ["secret", "list"]))).stdout,
         "MCPX_9A909B__API_KEY\nSHARED_TOKEN\n"
       )
+      // Replaced by an entry that refers to another secret: the one moved in for it goes.
+      const replaced = yield* Effect.promise(() => runOk(home, ["mcp", "add", "A-B", "--http", url2, "--api-key-env", "SHARED_TOKEN"]))
+      assert.include(replaced.stderr, "removed the stored secrets it no longer uses: MCPX_9A909B__API_KEY")
       yield* Effect.promise(() => runOk(home, ["mcp", "rm", "A-B"]))
       assert.strictEqual((yield* Effect.promise(() => runOk(home, ["secret", "list"]))).stdout, "SHARED_TOKEN\n")
       assertNowhere(home, [one, three], [...runs, ...calls])
-    }), { timeout: 120_000 })
+    }), { timeout: 300_000 })
 
-  it.scopedLive("the manager's unregister removes the moved secrets of that server only", () =>
+  it.scopedLive("the manager's unregister (and a replacing register) removes the moved secrets of that server only", () =>
     Effect.gen(function*() {
       const home = makeHome()
       const { context, manager } = yield* startManager(home)
@@ -129,6 +132,15 @@ describe("moved secrets: one per server and field", () => {
       yield* manager.register(entry)
       yield* waitForState(manager, "vault", "failed")
       yield* manager.unregister(entry.name)
+      assert.deepStrictEqual([...(yield* store.list)], [SecretStore.secretNameFor("other", "TOKEN"), "USER_NAMED"])
+
+      // register replacing an entry: what it moved in and no longer uses goes, the rest stays.
+      yield* store.set(moved, Redacted.make("moved-value"))
+      yield* manager.register(entry)
+      yield* manager.register(McpServerEntry.McpServerEntry.make({
+        ...entry,
+        config: ServerConfig.StdioServerConfig.make({ command: "/nonexistent/vault-server", args: [], env: { OTHER: "${USER_NAMED}" } })
+      }))
       assert.deepStrictEqual([...(yield* store.list)], [SecretStore.secretNameFor("other", "TOKEN"), "USER_NAMED"])
     }))
 
@@ -195,7 +207,7 @@ describe("moved secrets: one per server and field", () => {
       yield* Effect.promise(() => runOk(home, ["mcp", "rm", "vault"]))
       yield* Effect.promise(() => runOk(home, ["mcp", "rm", "a-b"]))
       assert.deepStrictEqual(Fs.readdirSync(vars).sort(), ["A_B_API_KEY", "MCP_WEATHER__API_KEY", "MY_OWN"])
-    }), { timeout: 60_000 })
+    }), { timeout: 180_000 })
 })
 
 describe("redaction cannot be bypassed", () => {
@@ -229,7 +241,7 @@ describe("redaction cannot be bypassed", () => {
       const keyLines = pem.split("\n").length
       assert.isAtLeast(log.split("\n").filter((l) => /\[stderr\]\s+\[redacted\]$/.test(l)).length, keyLines)
       assertNowhere(home, [pem, quoted], [...runs, crash])
-    }), { timeout: 120_000 })
+    }), { timeout: 180_000 })
 
   it.scopedLive("under the manager: the status error, the call's error and the debug log lines hold no form of the secret", () =>
     Effect.gen(function*() {
@@ -298,7 +310,7 @@ describe("credentials in a url", () => {
     const error = await Effect.runPromise(Effect.flip(McpManager.validate(entry)))
     assert.include(error.message, "api key")
     assert.notInclude(error.message, "--")
-  })
+  }, 180_000)
 })
 
 describe("file modes", () => {
@@ -325,7 +337,7 @@ describe("file modes", () => {
         yield* Effect.flatMap(McpServerRepo.McpServerRepo, (repo) => repo.list)
         for (const file of ["data/skald.db-wal", "data/skald.db-shm"]) assert.strictEqual(modeOf(Path.join(home, file)), 0o600, file)
       }).pipe(Effect.provide(servicesLayer(home)))
-    }), { timeout: 60_000 })
+    }), { timeout: 180_000 })
 })
 
 describe("a secrets folder others can read", () => {
@@ -357,5 +369,5 @@ describe("a secrets folder others can read", () => {
       Fs.chmodSync(fileA, 0o600)
       const quiet = yield* Effect.promise(() => runOk(home, ["secret", "list"]))
       assert.strictEqual(quiet.stderr, "")
-    }), { timeout: 60_000 })
+    }), { timeout: 180_000 })
 })

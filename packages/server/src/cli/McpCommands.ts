@@ -172,7 +172,8 @@ const add = Command.make(
           yield* secrets.set(secret, Redacted.make(value))
           yield* stderr(`skald: stored the secret value as ${secret} (referenced as \${${secret}})`)
         }
-        yield* (yield* McpServerRepo).upsert(entry)
+        const dropped = yield* ServerSecrets.upsert(entry)
+        if (dropped.length > 0) yield* stderr(`skald: removed the stored secrets it no longer uses: ${dropped.join(", ")}`)
         const host = yield* ServerList.hostRunning()
         yield* stderr(
           Option.isSome(host)

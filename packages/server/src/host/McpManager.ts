@@ -389,7 +389,11 @@ export const make = (
       register: (entry) =>
         Effect.gen(function*() {
           yield* validate(entry)
-          yield* repo.upsert(entry)
+          // Secrets moved in for the entry it replaces and no longer used go (ServerSecrets.ts).
+          yield* ServerSecrets.upsert(entry).pipe(
+            Effect.provideService(McpServerRepo, repo),
+            Effect.provideService(SecretStore, secretStore)
+          )
           yield* afterWrite(entry.name, true)
         }).pipe(Effect.withSpan("McpManager.register", { attributes: { "mcp.server": entry.name } })),
       unregister: (name) =>

@@ -241,10 +241,11 @@ export class SecretStore extends Effect.Service<SecretStore>()("@skald/server/Se
     /** The secrets folder, its sub-folders and files that the group or others have any access to. */
     const exposed = io("inspect", paths.secretsDir, () => {
       const out: Array<Exposed> = []
-      const visit = (path: string) => {
+      // The folder itself may be a link (to another volume); links inside it are not followed.
+      const visit = (path: string, follow = false) => {
         let stat: Fs.Stats
         try {
-          stat = Fs.lstatSync(path)
+          stat = follow ? Fs.statSync(path) : Fs.lstatSync(path)
         } catch (error) {
           if ((error as NodeJS.ErrnoException).code === "ENOENT") return
           throw error
@@ -255,7 +256,7 @@ export class SecretStore extends Effect.Service<SecretStore>()("@skald/server/Se
         if ((mode & 0o077) !== 0) out.push({ path, kind, mode })
         if (kind === "folder") for (const name of Fs.readdirSync(path).sort()) visit(Path.join(path, name))
       }
-      visit(paths.secretsDir)
+      visit(paths.secretsDir, true)
       return out as ReadonlyArray<Exposed>
     })
 

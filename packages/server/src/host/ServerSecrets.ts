@@ -2,8 +2,8 @@
  * The secrets the host moved into the store for a server (a literal api key, a secret env value,
  * an imported token): named by `SecretStore.secretNameFor(server, field)`, so no two servers
  * share one. Here: moving the secrets an older rule named (`<SERVER>_<FIELD>` upper-cased, which
- * gave `a-b` and `A_B` the same name) to their new names when a home is opened, and removing a
- * server together with the secrets moved in for it.
+ * gave `a-b` and `A_B` the same name) to their new names when a home is opened, and removing the
+ * secrets moved in for a server when it is removed, or replaced by an entry that no longer uses them.
  *
  * @since 0.1.0
  */
@@ -124,6 +124,40 @@ export const migrate: Effect.Effect<
   })
   .pipe(Effect.withSpan("ServerSecrets.migrate"))
 
+/** Removes the moved secrets of `previous` (a replaced entry) that no row refers to any more. */
+const prune = (previous: McpServerEntry.McpServerEntry) =>
+  Effect.gen(function*() {
+    const repo = yield* McpServerRepo
+    const store = yield* SecretStore
+    const remaining = referrers(yield* repo.list)
+    const removed: Array<string> = []
+    for (const secret of movedSecrets(previous)) {
+      if (remaining.has(secret)) continue
+      const gone = yield* store.remove(secret).pipe(
+        Effect.catchAll((error) =>
+          Effect.as(Effect.logWarning(`could not remove the secret ${secret} of '${previous.name}': ${error.message}`), false)
+        )
+      )
+      if (gone) removed.push(secret)
+    }
+    return removed as ReadonlyArray<string>
+  })
+
+/**
+ * Stores `entry` (inserting or replacing the row) and removes the secrets moved in for the entry
+ * it replaced that it no longer refers to (a literal api key given up for a reference). Returns
+ * their names.
+ */
+export const upsert = (
+  entry: McpServerEntry.McpServerEntry
+): Effect.Effect<ReadonlyArray<string>, SqlError, McpServerRepo | SecretStore> =>
+  Effect.gen(function*() {
+    const repo = yield* McpServerRepo
+    const previous = yield* repo.get(entry.name)
+    yield* repo.upsert(entry)
+    return Option.isNone(previous) ? [] : yield* prune(previous.value)
+  }).pipe(Effect.withSpan("ServerSecrets.upsert", { attributes: { "mcp.server": entry.name } }))
+
 /**
  * Deletes a server's registration and the secrets moved in for it (by the naming rule; a secret
  * another row still refers to is kept). References the user wrote to other names are never
@@ -135,17 +169,7 @@ export const unregister = (
 ): Effect.Effect<Option.Option<ReadonlyArray<string>>, SqlError, McpServerRepo | SecretStore> =>
   Effect.gen(function*() {
     const repo = yield* McpServerRepo
-    const store = yield* SecretStore
     const entry = yield* repo.get(name)
     if (Option.isNone(entry) || !(yield* repo.remove(name))) return Option.none()
-    const remaining = referrers(yield* repo.list)
-    const removed: Array<string> = []
-    for (const secret of movedSecrets(entry.value)) {
-      if (remaining.has(secret)) continue
-      const gone = yield* store.remove(secret).pipe(
-        Effect.catchAll((error) => Effect.as(Effect.logWarning(`could not remove the secret ${secret} of '${name}': ${error.message}`), false))
-      )
-      if (gone) removed.push(secret)
-    }
-    return Option.some(removed)
+    return Option.some(yield* prune(entry.value))
   }).pipe(Effect.withSpan("ServerSecrets.unregister", { attributes: { "mcp.server": name } }))

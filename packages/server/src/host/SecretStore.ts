@@ -61,7 +61,7 @@ export const serverSecretPrefix = (server: string): string => {
  */
 export const secretNameFor = (server: string, field: string): string => `${serverSecretPrefix(server)}__${field}`
 
-/** The name the older rule (before 0.2) gave a moved secret: `<SERVER>_<FIELD>` upper-cased, `-` as `_`. */
+/** The name the older rule (until issue 17) gave a moved secret: `<SERVER>_<FIELD>` upper-cased, `-` as `_`. */
 export const legacySecretNameFor = (server: string, field: string): string => {
   const name = `${server}_${field}`.toUpperCase().replace(/[^A-Z0-9_]/g, "_")
   return /^[0-9]/.test(name) ? `_${name}` : name

@@ -89,7 +89,7 @@ describe("skald serve with skald mcp and skald secret from other processes", () 
         "--", hostFixture.command, ...hostFixture.args
       ])
       assert.strictEqual(vault.status, 0, vault.stderr)
-      assert.include(vault.stderr, "stored the secret value as VAULT_TOKEN")
+      assert.include(vault.stderr, "stored the secret value as MCP_VAULT__TOKEN")
       assert.include(vault.stderr, `the running host (pid ${serve.pid})`)
       assert.notInclude(vault.stderr, literal)
       await until(home, "vault connected", (all) => stateOf(all, "vault")?.state === "connected")
@@ -133,7 +133,7 @@ describe("skald serve with skald mcp and skald secret from other processes", () 
       const key = `key-${Crypto.randomUUID()}`
       const web = await run(home, ["mcp", "add", "web", "--http", "http://127.0.0.1:9/mcp", "--api-key", key])
       assert.strictEqual(web.status, 0, web.stderr)
-      assert.include(web.stderr, "WEB_API_KEY")
+      assert.include(web.stderr, "MCP_WEB__API_KEY")
       const failed = await until(home, "web failed", (all) => stateOf(all, "web")?.state === "failed")
       assert.isString(stateOf(failed, "web")?.error)
 

@@ -140,7 +140,7 @@ describe("skald mcp import", () => {
 
       const a = yield* Effect.promise(() => run(home, ["mcp", "import", claude]))
       assert.strictEqual(a.status, 0, a.stderr)
-      assert.include(a.stdout, "imported github: stdio; secrets moved to the store: GITHUB_GITHUB_PERSONAL_ACCESS_TOKEN")
+      assert.include(a.stdout, "imported github: stdio; secrets moved to the store: MCP_GITHUB__GITHUB_PERSONAL_ACCESS_TOKEN")
       assert.include(a.stdout, "imported My-Files (from \"My Files\"): stdio, disabled")
       assert.include(a.stdout, "2 imported, 0 skipped")
       assert.notInclude(a.stdout + a.stderr, "ghp_literal_value_123")
@@ -148,7 +148,7 @@ describe("skald mcp import", () => {
       const b = yield* Effect.promise(() => run(home, ["mcp", "import", dotMcp]))
       assert.strictEqual(b.status, 0, b.stderr)
       assert.include(b.stdout, "imported search: http")
-      assert.include(b.stdout, "imported weather: http; secrets moved to the store: WEATHER_API_KEY")
+      assert.include(b.stdout, "imported weather: http; secrets moved to the store: MCP_WEATHER__API_KEY")
       assert.include(b.stdout, "skipped  custom: header X-Api-Key is not supported")
 
       const c = yield* Effect.promise(() => run(home, ["mcp", "import", vscode]))
@@ -164,7 +164,7 @@ describe("skald mcp import", () => {
       assert.sameMembers([...entries.keys()], ["github", "My-Files", "search", "weather", "fetch"])
       const github = entries.get("github")!.config
       assert.deepStrictEqual(github._tag === "stdio" ? github.env : {}, {
-        GITHUB_PERSONAL_ACCESS_TOKEN: "${GITHUB_GITHUB_PERSONAL_ACCESS_TOKEN}",
+        GITHUB_PERSONAL_ACCESS_TOKEN: "${MCP_GITHUB__GITHUB_PERSONAL_ACCESS_TOKEN}",
         LOG_LEVEL: "info"
       })
       const files = entries.get("My-Files")!
@@ -173,13 +173,13 @@ describe("skald mcp import", () => {
       const search = entries.get("search")!.config
       assert.strictEqual(search._tag === "http" ? search.apiKey : undefined, "${SEARCH_KEY}")
       const weather = entries.get("weather")!.config
-      assert.strictEqual(weather._tag === "http" ? weather.apiKey : undefined, "${WEATHER_API_KEY}")
+      assert.strictEqual(weather._tag === "http" ? weather.apiKey : undefined, "${MCP_WEATHER__API_KEY}")
       const fetch = entries.get("fetch")!.config
       assert.deepStrictEqual(fetch._tag === "stdio" ? fetch.env : {}, { API_TOKEN: "${FETCH_TOKEN}" })
 
       const secrets = yield* Effect.promise(() => run(home, ["secret", "list"]))
-      assert.strictEqual(secrets.stdout, "GITHUB_GITHUB_PERSONAL_ACCESS_TOKEN\nWEATHER_API_KEY\n")
-      assert.strictEqual(Fs.readFileSync(Path.join(home, "secrets/vars/WEATHER_API_KEY"), "utf8"), "sk-literal-999")
+      assert.strictEqual(secrets.stdout, "MCP_GITHUB__GITHUB_PERSONAL_ACCESS_TOKEN\nMCP_WEATHER__API_KEY\n")
+      assert.strictEqual(Fs.readFileSync(Path.join(home, "secrets/vars/MCP_WEATHER__API_KEY"), "utf8"), "sk-literal-999")
 
       const bad = yield* Effect.promise(() => run(home, ["mcp", "import", write("other.json", { something: {} })]))
       assert.strictEqual(bad.status, 2)

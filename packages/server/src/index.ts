@@ -22,6 +22,12 @@ export * as StatusRepo from "./host/StatusRepo.js"
 /** `${NAME}` secrets: the store and their resolution. */
 export * as SecretStore from "./host/SecretStore.js"
 
+/** Redacting a server's secrets, in every form they take in output. */
+export * as Redactor from "./host/Redactor.js"
+
+/** The secrets moved into the store for a server: naming migration and removal with the server. */
+export * as ServerSecrets from "./host/ServerSecrets.js"
+
 /** The reconciling MCP manager. */
 export * as McpManager from "./host/McpManager.js"
 

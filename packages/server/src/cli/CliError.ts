@@ -33,6 +33,10 @@ export const hintFor = (error: unknown): string | undefined => {
   switch (error._tag) {
     case "ServerAlreadyRegistered":
       return `skald: \`skald mcp add ${field(error, "name")} --replace …\` replaces it; \`skald mcp show ${field(error, "name")}\` shows it`
+    case "InvalidServerEntry":
+      return field(error, "reason").includes("carries a credential")
+        ? "skald: pass the key with --api-key KEY (moved into the secret store) or --api-key-env VAR"
+        : undefined
     case "ServerDisabled":
       return `skald: enable it with \`skald mcp enable ${field(error, "name")}\``
     case "McpTimeout":

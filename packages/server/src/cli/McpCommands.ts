@@ -20,6 +20,8 @@ import * as Stream from "effect/Stream"
 import * as ConfigImport from "../host/ConfigImport.js"
 import * as Connector from "../host/Connector.js"
 import { ServerDisabled, UnknownServer } from "../host/HostError.js"
+import * as Redactor from "../host/Redactor.js"
+import * as ServerSecrets from "../host/ServerSecrets.js"
 import { McpServerRepo } from "../host/McpServerRepo.js"
 import * as Registration from "../host/Registration.js"
 import { Paths } from "../host/Paths.js"
@@ -132,12 +134,12 @@ const add = Command.make(
       Options.repeated
     ),
     secretEnv: Options.text("secret-env").pipe(
-      Options.withDescription("K=V whose value is a secret: moved into the secret store, referenced as ${<SERVER>_<K>}."),
+      Options.withDescription("K=V whose value is a secret: moved into the secret store, referenced as ${MCP_<SERVER>__<K>}."),
       Options.repeated
     ),
     http: Options.text("http").pipe(Options.withDescription("The URL of a streamable HTTP server."), Options.optional),
     apiKey: Options.text("api-key").pipe(
-      Options.withDescription("A ${NAME} reference, or a literal moved into the secret store as <SERVER>_API_KEY."),
+      Options.withDescription("A ${NAME} reference, or a literal moved into the secret store as MCP_<SERVER>__API_KEY."),
       Options.optional
     ),
     apiKeyEnv: Options.text("api-key-env").pipe(
@@ -157,6 +159,9 @@ const add = Command.make(
         const done = yield* (yield* Registration.Registration).register(request)
         for (const secret of done.secrets) {
           yield* stderr(`skald: stored the secret value as ${secret.name} (referenced as \${${secret.name}})`)
+        }
+        if (done.droppedSecrets.length > 0) {
+          yield* stderr(`skald: removed the stored secrets it no longer uses: ${done.droppedSecrets.join(", ")}`)
         }
         const host = yield* ServerList.hostRunning()
         const what = `${done.replaced ? "replaced" : "registered"} '${done.entry.name}'`
@@ -284,15 +289,18 @@ const withServer = <A, E, R>(
       const logs = yield* ServerLogs
       const recorder = yield* EventRecorder
       // Log lines go to the server's log file (and --log-level debug), tagged as this process's;
-      // events are stored, as the host does.
+      // events are stored, as the host does. What is printed of a failure (a dying server's stderr
+      // tail) has the server's secrets redacted.
       const origin = `cli pid ${process.pid}`
-      const sinks = (secrets: SecretStoreModule.Resolved["secrets"]) => ({
-        log: logs.sink(server, secrets, origin),
-        events: recorder.sink
-      })
+      let redactor = Redactor.empty
+      const sinks = (secrets: SecretStoreModule.Resolved["secrets"]) => {
+        redactor = Redactor.make(secrets)
+        return { log: logs.sink(server, secrets, origin), events: recorder.sink }
+      }
       return yield* Effect.flatMap(Connector.connect(entry.value, options, sinks), use).pipe(
         Effect.provideService(Elicitation.ElicitationHandler, handler),
-        Effect.scoped
+        Effect.scoped,
+        Effect.mapError((error) => Redactor.redactFields(redactor, error))
       )
     })
   )
@@ -401,11 +409,13 @@ const rm = Command.make("rm", { name: serverName, home: Host.home }, ({ home, na
     home,
     Effect.gen(function*() {
       const server = yield* parseName(name)
-      if (!(yield* (yield* McpServerRepo).remove(server))) return yield* new UnknownServer({ name })
-      yield* stderr(`skald: removed '${name}'`)
+      const removed = yield* ServerSecrets.unregister(server)
+      if (Option.isNone(removed)) return yield* new UnknownServer({ name })
+      const secrets = removed.value.length === 0 ? "" : ` and its stored secrets ${removed.value.join(", ")}`
+      yield* stderr(`skald: removed '${name}'${secrets}`)
     })
   ).pipe(reportFailures)).pipe(Command.withDescription(Help.about({
-    summary: "Delete a server's registration and disconnect it (irreversible).",
+    summary: "Delete a server's registration and the secrets moved in for it, and disconnect it (irreversible).",
     usage: ["skald mcp rm [options] NAME"],
     examples: ["skald mcp rm weather"]
   })))

@@ -18,6 +18,11 @@ import { reportFailures, stderr, stdout } from "./Io.js"
 
 const secretName = Args.text({ name: "NAME" }).pipe(Args.withDescription("The secret's name, as referenced by ${NAME}."))
 
+/** Warns on stderr about every part of the secrets folder that other users can access. */
+const warnExposed = Effect.gen(function*() {
+  for (const e of yield* (yield* SecretStore).exposed) yield* stderr(`skald: warning: ${SecretStoreModule.exposedWarning(e)}`)
+})
+
 const readStdin = Effect.async<string>((resume) => {
   const chunks: Array<Buffer> = []
   process.stdin.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -45,6 +50,7 @@ const set = Command.make("set", { name: secretName, home: Host.home }, ({ home, 
         stderr(`skald: warning: could not tell the running host that ${name} changed: ${error instanceof Error ? error.message : String(error)}`)
       )
     )
+    yield* warnExposed
   }).pipe(Effect.provide(Host.secretsLayer(home)), reportFailures)).pipe(
     Command.withDescription(Help.about({
       summary: "Store a secret, read from stdin (one trailing newline stripped) or a masked prompt; never from argv.",
@@ -57,6 +63,7 @@ const list = Command.make("list", { home: Host.home }, ({ home }) =>
   Effect.gen(function*() {
     const names = yield* (yield* SecretStore).list
     if (names.length > 0) yield* stdout(names.join("\n"))
+    yield* warnExposed
   }).pipe(Effect.provide(Host.secretsLayer(home)), reportFailures)).pipe(
     Command.withDescription(Help.about({
       summary: "List the stored secrets' names (never their values).",

@@ -9,16 +9,18 @@
  * References `${VAR}` and `${env:VAR}` become our `${VAR}`; editor variables (`${workspaceFolder}`,
  * `${userHome}`, …) and Claude Code's `${VAR:-default}` are resolved as `mapReferences` says. A literal value of an env key that
  * looks secret (token, key, secret, password) and a literal bearer token are moved into the
- * secret store as `<SERVER>_<KEY>` / `<SERVER>_API_KEY`; the entry keeps the reference. What cannot
+ * secret store under the name `SecretStore.secretNameFor(server, KEY | "API_KEY")` gives
+ * (`MCP_<SERVER>__<KEY>`, the rule `skald mcp add` uses); the entry keeps the reference. What cannot
  * be expressed is skipped with the reason: VS Code `${input:…}` prompts, `${cwd}`, `envFile`, headers other
- * than `Authorization: Bearer`, invalid names, names already registered.
+ * than `Authorization: Bearer`, a url carrying credentials (`user:pass@`, `?api_key=…`), invalid
+ * names, names already registered.
  *
  * @since 0.1.0
  */
 import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
 import * as Either from "effect/Either"
 import * as Path from "node:path"
-import { isReference, isValidName, secretNameFor } from "./SecretStore.js"
+import { API_KEY_FIELD, credentialsInUrl, isReference, isValidName, secretNameFor } from "./SecretStore.js"
 
 /** A secret to move into the store. */
 export interface SecretToStore {
@@ -161,6 +163,10 @@ const one = (source: string, raw: unknown, existing: ReadonlySet<string>, contex
     const url = mapReferences(raw.url, context)
     if (Either.isLeft(url)) return skip(`url: ${url.left}`)
     if (!URL.canParse(url.right) || !/^https?:$/.test(new URL(url.right).protocol)) return skip("the url is not http(s)")
+    const credentials = credentialsInUrl(url.right)
+    if (credentials !== undefined) {
+      return skip(`the url carries a credential (${credentials}); register the server with an api key from the secret store instead`)
+    }
     let apiKey: string | undefined
     if (raw.headers !== undefined) {
       if (!isObject(raw.headers)) return skip("headers must be an object")
@@ -177,7 +183,7 @@ const one = (source: string, raw: unknown, existing: ReadonlySet<string>, contex
         } else if (m.right.includes("${")) {
           return skip("Authorization mixes text and references")
         } else {
-          const secret = secretNameFor(name, "API_KEY")
+          const secret = secretNameFor(name, API_KEY_FIELD)
           secrets.push({ name: secret, value: m.right })
           apiKey = `\${${secret}}`
         }

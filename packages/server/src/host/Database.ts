@@ -14,7 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
-import { Paths } from "./Paths.js"
+import { ensurePrivateDir, Paths, PRIVATE_FILE_MODE, privateFile } from "./Paths.js"
 
 /** The database file exists but cannot be used: it is empty, not SQLite, or corrupt. */
 export class DatabaseUnusable extends Schema.TaggedError<DatabaseUnusable>("@skald/server/DatabaseUnusable")(
@@ -143,15 +143,31 @@ export const migrations = {
 }
 
 /**
- * Opens (creating the data folder and the file if needed) and migrates the database. An existing
- * file that is empty, not SQLite, or corrupt fails with `DatabaseUnusable`, and is left untouched.
+ * Opens (creating the data folder, 0700, and the file, 0600, if needed) and migrates the database.
+ * An existing file that is empty, not SQLite, or corrupt fails with `DatabaseUnusable`, and is left
+ * untouched.
  */
 export const layer: Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, unknown, Paths> = Layer.unwrapEffect(
   Effect.gen(function*() {
     const paths = yield* Paths
-    yield* Effect.sync(() => Fs.mkdirSync(paths.dataDir, { recursive: true }))
+    const sidecars = [`${paths.database}-wal`, `${paths.database}-shm`]
+    // The folder is 0700 and the database 0600 before SQLite opens it: SQLite gives the -wal and
+    // -shm files it creates the database file's mode. A new file is created empty (a valid, empty
+    // database) by this layer, before any connection holds a lock on it; an existing one is only
+    // chmod-ed (by path: opening and closing it here would drop SQLite's locks).
+    yield* Effect.sync(() => ensurePrivateDir(paths.dataDir))
     yield* checkFile(paths.database)
-    const client = SqliteClient.layer({ filename: paths.database })
+    yield* Effect.sync(() => {
+      try {
+        Fs.closeSync(Fs.openSync(paths.database, "wx", PRIVATE_FILE_MODE))
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
+      }
+      for (const file of [paths.database, ...sidecars]) privateFile(file)
+    })
+    const client = SqliteClient.layer({ filename: paths.database }).pipe(
+      Layer.tap(() => Effect.sync(() => sidecars.forEach(privateFile)))
+    )
     const migrator = SqliteMigrator.layer({ loader: SqliteMigrator.fromRecord(migrations) }).pipe(
       Layer.provide(NodeContext.layer)
     )

@@ -43,7 +43,9 @@ import { McpServerRepo } from "./McpServerRepo.js"
 import { Paths } from "./Paths.js"
 import * as SecretStoreModule from "./SecretStore.js"
 import { SecretStore } from "./SecretStore.js"
+import * as Redactor from "./Redactor.js"
 import * as ServerList from "./ServerList.js"
+import * as ServerSecrets from "./ServerSecrets.js"
 import * as ServerEnvironment from "./ServerEnvironment.js"
 import { ServerLogs } from "./ServerLogs.js"
 import { StatusRepo } from "./StatusRepo.js"
@@ -85,7 +87,7 @@ export type CallError =
 export interface Service {
   /** Validates and stores the entry, then (re)connects it, replacing a running server of that name. */
   readonly register: (entry: McpServerEntry.McpServerEntry) => Effect.Effect<void, InvalidServerEntry | SqlError>
-  /** Deletes the entry and disconnects the server. */
+  /** Deletes the entry and the secrets moved in for it, and disconnects the server. */
   readonly unregister: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | SqlError>
   /** Switches a server on or off, live. */
   readonly setEnabled: (name: ServerName.ServerName, enabled: boolean) => Effect.Effect<void, UnknownServer | SqlError>
@@ -114,6 +116,8 @@ export class McpManager extends Context.Tag("@skald/server/McpManager")<McpManag
 
 interface Running {
   readonly entry: McpServerEntry.McpServerEntry
+  /** Redacts the values its references resolved to from the errors of its calls. */
+  readonly redactor: Redactor.Redactor
   readonly client: McpClient.Service
   readonly pid: number | undefined
   readonly tools: ReadonlyArray<McpTool.McpTool>
@@ -122,12 +126,22 @@ interface Running {
 /** What decides whether a running server must be restarted: its config. */
 const fingerprint = (entry: McpServerEntry.McpServerEntry): string => JSON.stringify(entry.config)
 
-/** Checks what the schema cannot: a stdio command, an http(s) URL. */
+/** Checks what the schema cannot: a stdio command, an http(s) URL without credentials in it. */
 export const validate = (entry: McpServerEntry.McpServerEntry): Effect.Effect<void, InvalidServerEntry> => {
   const config = entry.config
   if (config._tag === "http") {
     if (!URL.canParse(config.url) || !/^https?:$/.test(new URL(config.url).protocol)) {
       return Effect.fail(new InvalidServerEntry({ reason: `the url must be http(s), got ${JSON.stringify(config.url)}` }))
+    }
+    // A url is stored and printed as given: a credential in it would reach the database and the logs.
+    const credentials = SecretStoreModule.credentialsInUrl(config.url)
+    if (credentials !== undefined) {
+      return Effect.fail(
+        new InvalidServerEntry({
+          reason: `the url carries a credential (${credentials}), which would be stored and logged in clear; ` +
+            "give the server an api key instead, as a ${NAME} reference to a stored secret (sent as a bearer token)"
+        })
+      )
     }
   } else if (config.command.trim().length === 0) {
     return Effect.fail(new InvalidServerEntry({ reason: "the command is empty" }))
@@ -185,6 +199,10 @@ export const make = (
     // One host per database.
     const other = yield* ServerList.hostRunning(Duration.sum(heartbeatInterval, Duration.seconds(8)))
     if (Option.isSome(other) && other.value !== process.pid) return yield* new HostAlreadyRunning({ pid: other.value })
+
+    // A secrets folder others can read is worth a warning at every start (the fix is the user's).
+    const exposed = yield* secretStore.exposed.pipe(Effect.orElseSucceed(() => []))
+    for (const e of exposed) yield* Effect.logWarning(SecretStoreModule.exposedWarning(e))
 
     const startedAt = yield* nowIso
     const beat = Effect.flatMap(nowIso, (beatAt) => statuses.beat({ pid: process.pid, startedAt, beatAt }))
@@ -264,7 +282,13 @@ export const make = (
           }
         })
         const list = yield* connection.client.tools
-        const running: Running = { entry, client: connection.client, pid: connection.pid, tools: list }
+        const running: Running = {
+          entry,
+          redactor: Redactor.make(resolved.secrets),
+          client: connection.client,
+          pid: connection.pid,
+          tools: list
+        }
         yield* setConnection(name, running)
         yield* Effect.addFinalizer(() => setConnection(name, undefined))
         yield* record(name, "connected", { toolCount: list.length, ...group })
@@ -296,16 +320,17 @@ export const make = (
         // The values of this server's secrets: never in a status, a log line or a warning.
         const secrets: Array<Redacted.Redacted<string>> = []
         const lifecycle = (text: string) => logs.lifecycle(name, text, secrets)
+        const redact = (text: string) => Redactor.make(secrets).redact(text)
         while (true) {
           yield* record(name, "starting")
           const outcome = yield* Effect.either(session(entry, secrets))
           let reason: string
           const failedToStart = Either.isLeft(outcome)
           if (Either.isLeft(outcome)) {
-            reason = SecretStoreModule.redact(secrets, describe(outcome.left))
+            reason = redact(describe(outcome.left))
             yield* lifecycle(`failed to start: ${reason}`)
           } else {
-            reason = SecretStoreModule.redact(secrets, describe(outcome.right.reason))
+            reason = redact(describe(outcome.right.reason))
             yield* lifecycle(`disconnected: ${reason}`)
             if (Duration.greaterThanOrEqualTo(Duration.millis(outcome.right.lasted), stableAfter)) attempt = 0
           }
@@ -417,7 +442,10 @@ export const make = (
         if (Option.isNone(parsed)) return yield* new InvalidToolName({ name: qualifiedName })
         const running = (yield* Ref.get(connections)).get(parsed.value.server)
         if (running === undefined) return yield* Effect.flatMap(notConnected(parsed.value.server), Effect.fail)
-        const outcome = yield* running.client.callTool(parsed.value.tool, args, callOptions)
+        // An error can carry what the server printed (a dying server's stderr tail): redacted.
+        const outcome = yield* running.client.callTool(parsed.value.tool, args, callOptions).pipe(
+          Effect.mapError((error) => Redactor.redactFields(running.redactor, error))
+        )
         return yield* ToolResults.fromCallResult(outcome.result, paths.mediaDir)
       }).pipe(Effect.withSpan("McpManager.call", { attributes: { "mcp.tool": qualifiedName } }))
 
@@ -427,12 +455,21 @@ export const make = (
       register: (entry) =>
         Effect.gen(function*() {
           yield* validate(entry)
-          yield* repo.upsert(entry)
+          // Secrets moved in for the entry it replaces and no longer used go (ServerSecrets.ts).
+          yield* ServerSecrets.upsert(entry).pipe(
+            Effect.provideService(McpServerRepo, repo),
+            Effect.provideService(SecretStore, secretStore)
+          )
           yield* afterWrite(entry.name, true)
         }).pipe(Effect.withSpan("McpManager.register", { attributes: { "mcp.server": entry.name } })),
       unregister: (name) =>
         Effect.gen(function*() {
-          if (!(yield* repo.remove(name))) return yield* new UnknownServer({ name })
+          // The secrets moved in for it go with it (ServerSecrets.ts).
+          const removed = yield* ServerSecrets.unregister(name).pipe(
+            Effect.provideService(McpServerRepo, repo),
+            Effect.provideService(SecretStore, secretStore)
+          )
+          if (Option.isNone(removed)) return yield* new UnknownServer({ name })
           yield* afterWrite(name, false)
         }).pipe(Effect.withSpan("McpManager.unregister", { attributes: { "mcp.server": name } })),
       setEnabled: (name, enabled) =>

@@ -1,7 +1,9 @@
 /**
  * Where the host keeps its files (DESIGN §5 *Homes*): `SKALD_HOME` (default `.`, or `--home`)
  * holds `data/` (`skald.db`, `mcp_media/`), `logs/` (`logs/mcp/<name>.log`) and `secrets/`;
- * `SKALD_DATA_DIR`, `SKALD_LOGS_DIR` and `SKALD_SECRETS_DIR` override each folder.
+ * `SKALD_DATA_DIR`, `SKALD_LOGS_DIR` and `SKALD_SECRETS_DIR` override each folder. The host's
+ * folders are private (mode 0700) and the files it writes in them too (0600): `ensurePrivateDir`,
+ * `privateFile`.
  *
  * @since 0.1.0
  */
@@ -10,7 +12,44 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Fs from "node:fs"
 import * as Path from "node:path"
+
+/** The mode of the host's folders. */
+export const PRIVATE_DIR_MODE = 0o700
+
+/** The mode of the files the host writes. */
+export const PRIVATE_FILE_MODE = 0o600
+
+const chmodIfOwned = (path: string, mode: number) => {
+  try {
+    Fs.chmodSync(path, mode)
+  } catch (error) {
+    // A folder given by an override may belong to someone else: leave it as it is.
+    if ((error as NodeJS.ErrnoException).code !== "EPERM") throw error
+  }
+}
+
+/**
+ * Creates `dir` (and missing parents) with mode 0700 and makes `dir` itself 0700 if it existed
+ * with a wider mode. Synchronous: a foreign call the caller wraps once.
+ */
+export const ensurePrivateDir = (dir: string): void => {
+  Fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
+  if ((Fs.statSync(dir).mode & 0o777) !== PRIVATE_DIR_MODE) chmodIfOwned(dir, PRIVATE_DIR_MODE)
+}
+
+/** Makes an existing file 0600 (nothing when it does not exist). */
+export const privateFile = (file: string): void => {
+  let mode: number
+  try {
+    mode = Fs.statSync(file).mode & 0o777
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return
+    throw error
+  }
+  if (mode !== PRIVATE_FILE_MODE) chmodIfOwned(file, PRIVATE_FILE_MODE)
+}
 
 /** Absolute paths of the host's folders and files. */
 export interface Service {

@@ -14,7 +14,8 @@ import * as Redacted from "effect/Redacted"
 import { InvalidServerEntry, ServerAlreadyRegistered } from "./HostError.js"
 import { validate } from "./McpManager.js"
 import { McpServerRepo } from "./McpServerRepo.js"
-import { isReference, isValidName, SecretStore, secretNameFor } from "./SecretStore.js"
+import { API_KEY_FIELD, isReference, isValidName, SecretStore, secretNameFor } from "./SecretStore.js"
+import * as ServerSecrets from "./ServerSecrets.js"
 
 /** How the server is reached, as requested. */
 export type Transport =
@@ -64,6 +65,8 @@ export interface Planned {
 export interface Registered extends Planned {
   /** True when an entry of that name was replaced. */
   readonly replaced: boolean
+  /** The secrets moved in for the replaced entry that the new one no longer uses: removed. */
+  readonly droppedSecrets: ReadonlyArray<string>
 }
 
 const invalid = (reason: string) => Effect.fail(new InvalidServerEntry({ reason }))
@@ -107,7 +110,7 @@ export const plan = (request: Request): Effect.Effect<Planned, InvalidServerEntr
       ? `\${${t.apiKeyVariable}}`
       : t.apiKey === undefined || t.apiKey.length === 0
       ? undefined
-      : toReference(t.apiKey, "API_KEY")
+      : toReference(t.apiKey, API_KEY_FIELD)
     config = ServerConfig.HttpServerConfig.make(apiKey === undefined ? { url: t.url } : { url: t.url, apiKey })
   }
   const entry = McpServerEntry.McpServerEntry.make({
@@ -160,8 +163,9 @@ export class Registration extends Effect.Service<Registration>()("@skald/server/
       const existing = yield* repo.get(name)
       if (Option.isSome(existing) && !replace) return yield* new ServerAlreadyRegistered({ name })
       for (const secret of planned.secrets) yield* store.set(secret.name, Redacted.make(secret.value))
-      yield* repo.upsert(planned.entry)
-      return { ...planned, replaced: Option.isSome(existing) } satisfies Registered as Registered
+      // Replacing: the secrets moved in for the old entry that the new one no longer uses are removed.
+      const droppedSecrets = yield* ServerSecrets.upsert(planned.entry)
+      return { ...planned, replaced: Option.isSome(existing), droppedSecrets } satisfies Registered as Registered
     })
 
     /** Validates the request, moves its literal secrets to the store and writes the entry. */

@@ -16,6 +16,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { InvalidSecretName, SecretStoreError, UnknownSecretReference } from "./HostError.js"
 import { Paths } from "./Paths.js"
+import * as Redactor from "./Redactor.js"
 
 const namePattern = /^[A-Za-z_][A-Za-z0-9_]*$/
 const referencePattern = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g
@@ -26,11 +27,91 @@ export const isValidName = (name: string): boolean => namePattern.test(name)
 /** True when `value` is exactly one reference, `${NAME}`. */
 export const isReference = (value: string): boolean => /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(value)
 
-/** The store name a literal secret of a server is moved to: `<SERVER>_<SUFFIX>`, upper-cased, `[A-Z0-9_]`. */
-export const secretNameFor = (server: string, suffix: string): string => {
-  const name = `${server}_${suffix}`.toUpperCase().replace(/[^A-Z0-9_]/g, "_")
+/** Server names whose moved secrets keep a readable name: lower-case letters and digits, single `-` between. */
+const plainServerName = /^[a-z0-9]+(?:-[a-z0-9]+)*$/
+
+/**
+ * The server name's part of a moved secret's name, exact and case-free (only `A-Z`, `0-9`, `_`),
+ * never containing `__` nor starting or ending with `_`. A plain name (`google-calendar`) is
+ * upper-cased with `-` as `_` and prefixed `MCP_`: `MCP_GOOGLE_CALENDAR`. Any other name is
+ * prefixed `MCPX_` and spelled character by character: a lower-case letter upper-cased, a digit
+ * 0-8 as itself, `9` as `99`, an upper-case letter `L` as `9L`, `-` as `90`, `_` as `91`
+ * (`A-B` → `MCPX_9A909B`).
+ */
+export const serverSecretPrefix = (server: string): string => {
+  if (plainServerName.test(server)) return `MCP_${server.toUpperCase().replace(/-/g, "_")}`
+  let out = "MCPX_"
+  for (const c of server) {
+    if (/[a-z]/.test(c)) out += c.toUpperCase()
+    else if (/[0-8]/.test(c)) out += c
+    else if (c === "9") out += "99"
+    else if (/[A-Z]/.test(c)) out += `9${c}`
+    else if (c === "-") out += "90"
+    else if (c === "_") out += "91"
+    else out += `9Z${c.codePointAt(0)!.toString(16).toUpperCase()}Z` // never in a valid server name
+  }
+  return out
+}
+
+/**
+ * The store name a literal secret of a server is moved to: `<server part>__<FIELD>` (see
+ * `serverSecretPrefix`), the field being `API_KEY` (an HTTP server's api key) or the env key as
+ * given. No two server names give the same name, even when the file system ignores case: the
+ * server part holds no lower-case letter and no `__`, so the first `__` ends it.
+ */
+export const secretNameFor = (server: string, field: string): string => `${serverSecretPrefix(server)}__${field}`
+
+/** The name the older rule (until issue 17) gave a moved secret: `<SERVER>_<FIELD>` upper-cased, `-` as `_`. */
+export const legacySecretNameFor = (server: string, field: string): string => {
+  const name = `${server}_${field}`.toUpperCase().replace(/[^A-Z0-9_]/g, "_")
   return /^[0-9]/.test(name) ? `_${name}` : name
 }
+
+/** The field of an HTTP server's api key, in moved secrets' names. */
+export const API_KEY_FIELD = "API_KEY"
+
+/** Each field of a config that holds a secret reference: `API_KEY` → the api key, an env key → its value. */
+export const secretFields = (config: ServerConfig.ServerConfig): ReadonlyArray<readonly [field: string, template: string]> =>
+  config._tag === "http"
+    ? config.apiKey === undefined ? [] : [[API_KEY_FIELD, config.apiKey]]
+    : Object.entries(config.env)
+
+/** Query parameters that carry credentials when found in a URL. */
+const credentialParameters = new Set([
+  "api_key", "apikey", "api-key", "token", "access_token", "auth_token", "refresh_token", "id_token", "auth",
+  "key", "secret", "client_secret", "password", "passwd", "pwd"
+])
+
+/**
+ * What in a URL is a credential — a user name or password (`http://user:PASS@host`), or a query
+ * parameter named like one (`api_key`, `apikey`, `token`, `access_token`, `key`, `secret`,
+ * `password`, …) — or undefined. A URL is stored as given and printed in logs and errors.
+ */
+export const credentialsInUrl = (url: string): string | undefined => {
+  if (!URL.canParse(url)) return undefined
+  const parsed = new URL(url)
+  if (parsed.username !== "" || parsed.password !== "") return "a user name or password (user:password@host)"
+  for (const key of parsed.searchParams.keys()) {
+    if (credentialParameters.has(key.toLowerCase())) return `the query parameter ${JSON.stringify(key)}`
+  }
+  return undefined
+}
+
+/** A folder or file of the secrets folder that its group or others may read, write or enter. */
+export interface Exposed {
+  readonly path: string
+  readonly kind: "folder" | "file"
+  /** The permission bits, e.g. 0o644. */
+  readonly mode: number
+}
+
+/** What `chmod` gives an exposed folder or file. */
+export const privateMode = (kind: Exposed["kind"]): number => kind === "folder" ? 0o700 : 0o600
+
+/** The warning for an exposed path, naming it and the `chmod` that fixes it. */
+export const exposedWarning = (e: Exposed): string =>
+  `the secrets ${e.kind} ${e.path} is accessible to other users (mode ${e.mode.toString(8).padStart(4, "0")}); ` +
+  `fix it with: chmod ${privateMode(e.kind).toString(8)} ${e.path}`
 
 /** The `${NAME}` references in a template, in order, without repeats. */
 export const references = (template: string): ReadonlyArray<string> => [
@@ -157,19 +238,35 @@ export class SecretStore extends Effect.Service<SecretStore>()("@skald/server/Se
       return { _tag: "stdio", command: config.command, args: config.args, env, secrets } satisfies Resolved as Resolved
     })
 
-    return { set, get, list, remove, interpolate, resolve } as const
+    /** The secrets folder, its sub-folders and files that the group or others have any access to. */
+    const exposed = io("inspect", paths.secretsDir, () => {
+      const out: Array<Exposed> = []
+      // The folder itself may be a link (to another volume); links inside it are not followed.
+      const visit = (path: string, follow = false) => {
+        let stat: Fs.Stats
+        try {
+          stat = follow ? Fs.statSync(path) : Fs.lstatSync(path)
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === "ENOENT") return
+          throw error
+        }
+        const kind = stat.isDirectory() ? "folder" : stat.isFile() ? "file" : undefined
+        if (kind === undefined) return
+        const mode = stat.mode & 0o777
+        if ((mode & 0o077) !== 0) out.push({ path, kind, mode })
+        if (kind === "folder") for (const name of Fs.readdirSync(path).sort()) visit(Path.join(path, name))
+      }
+      visit(paths.secretsDir, true)
+      return out as ReadonlyArray<Exposed>
+    })
+
+    return { set, get, list, remove, interpolate, resolve, exposed } as const
   })
 }) {}
 
 /**
- * Replaces every occurrence of the given secrets in `text` with `[redacted]` (values shorter than
- * 4 characters are left alone: redacting them would shred ordinary text).
+ * Replaces every form of the given secrets in `text` (raw, line by line, JSON-escaped,
+ * percent-encoded: see Redactor.ts) with `[redacted]`. Build one `Redactor` when redacting many texts.
  */
-export const redact = (secrets: ReadonlyArray<Redacted.Redacted<string>>, text: string): string => {
-  let out = text
-  for (const secret of secrets) {
-    const value = Redacted.value(secret)
-    if (value.length >= 4 && out.includes(value)) out = out.split(value).join("[redacted]")
-  }
-  return out
-}
+export const redact = (secrets: ReadonlyArray<Redacted.Redacted<string>>, text: string): string =>
+  Redactor.make(secrets).redact(text)

@@ -14,8 +14,9 @@
  *
  * Servers never wait for the disk: lines go to a bounded in-memory queue that one consumer fiber
  * drains in batches; when the writer falls that far behind, lines are dropped and the drop is
- * logged. Known secret values are replaced by `[redacted]` before a line is queued. Every line is
- * also logged at Debug level (`skald serve --verbose` shows it).
+ * logged. Known secret values are replaced by `[redacted]` before a line is queued, in every form
+ * they can take (Redactor.ts). Every line is also logged at Debug level (`skald serve --verbose`
+ * shows it). Folders are created 0700 and files 0600.
  *
  * @since 0.1.0
  */
@@ -25,8 +26,8 @@ import * as Queue from "effect/Queue"
 import type * as Redacted from "effect/Redacted"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { Paths } from "./Paths.js"
-import * as SecretStore from "./SecretStore.js"
+import { ensurePrivateDir, Paths, PRIVATE_FILE_MODE, privateFile } from "./Paths.js"
+import * as Redactor from "./Redactor.js"
 
 /** Files rotate before they would exceed this many bytes. */
 export const MAX_FILE_BYTES = 5 * 1024 * 1024
@@ -60,14 +61,18 @@ export class ServerLogs extends Effect.Service<ServerLogs>()("@skald/server/Serv
       Effect.tryPromise(async () => {
         const known = sizes.get(file)
         if (known !== undefined) return known
-        await Fs.promises.mkdir(Path.dirname(file), { recursive: true })
+        // logs/ and logs/mcp/ are 0700, each file 0600 (one written by an older version too).
+        ensurePrivateDir(paths.logsDir)
+        ensurePrivateDir(Path.dirname(file))
+        privateFile(file)
+        privateFile(`${file}.1`)
         return await Fs.promises.stat(file).then((s) => s.size, () => 0)
       })
 
     const append = (file: string, text: string, bytes: number) =>
       Effect.tryPromise(async () => {
-        await Fs.promises.mkdir(Path.dirname(file), { recursive: true })
-        await Fs.promises.appendFile(file, text)
+        await Fs.promises.mkdir(Path.dirname(file), { recursive: true, mode: 0o700 })
+        await Fs.promises.appendFile(file, text, { mode: PRIVATE_FILE_MODE })
         sizes.set(file, (sizes.get(file) ?? 0) + bytes)
       })
 
@@ -146,21 +151,25 @@ export class ServerLogs extends Effect.Service<ServerLogs>()("@skald/server/Serv
     }
 
     /**
-     * A sink for one server's lines, with its secret values redacted. `origin` tags every line
-     * written by a connection other than the host's (e.g. `cli pid 4242`: `[cli pid 4242] …`).
+     * A sink for one server's lines, with its secret values redacted (every form: Redactor.ts) before
+     * a line is queued or logged; a multi-line text is redacted whole, then split. `origin` tags every
+     * line written by a connection other than the host's (e.g. `cli pid 4242`: `[cli pid 4242] …`).
      */
     const sink = (
       server: string,
       secrets: ReadonlyArray<Redacted.Redacted<string>> = [],
       origin?: string
-    ): McpLog.Sink => ({
-      emit: (line) =>
-        Effect.suspend(() => {
-          const text = SecretStore.redact(secrets, line.text)
-          enqueue(server, line.tag, text, origin)
-          return Effect.logDebug(text).pipe(Effect.annotateLogs({ "mcp.server": line.server, "mcp.log": line.tag }))
-        })
-    })
+    ): McpLog.Sink => {
+      const redactor = Redactor.make(secrets)
+      return {
+        emit: (line) =>
+          Effect.suspend(() => {
+            const text = redactor.redact(line.text)
+            enqueue(server, line.tag, text, origin)
+            return Effect.logDebug(text).pipe(Effect.annotateLogs({ "mcp.server": line.server, "mcp.log": line.tag }))
+          })
+      }
+    }
 
     /** Writes a `[lifecycle]` line. */
     const lifecycle = (server: string, text: string, secrets: ReadonlyArray<Redacted.Redacted<string>> = []) =>

@@ -25,9 +25,10 @@ export class MediaWriteError extends Data.TaggedError("MediaWriteError")<{ reado
 const save = (mediaDir: string, item: McpCallResult.McpInlineMedia) =>
   Effect.try({
     try: () => {
-      Fs.mkdirSync(mediaDir, { recursive: true })
+      // Private: the folder 0700, each file 0600.
+      Fs.mkdirSync(mediaDir, { recursive: true, mode: 0o700 })
       const file = `${Crypto.randomUUID()}.${MediaType.extensionFor(item.mimeType)}`
-      Fs.writeFileSync(Path.join(mediaDir, file), item.data)
+      Fs.writeFileSync(Path.join(mediaDir, file), item.data, { mode: 0o600 })
       return file
     },
     catch: (cause) =>

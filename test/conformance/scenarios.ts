@@ -30,14 +30,14 @@ const installHint = "tools/node22 is installed by the root `npm ci` (postinstall
 /** The scenarios CI requires (the rest are OAuth and newer). */
 export const required = ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"]
 
-/** What a finished (or unstartable) CLI run said: exit status or spawn error, and (`streams`) both streams' tails. */
+/** What a finished (or unstartable) CLI run said: exit status or spawn error, and (`streams`) its command line and both streams' tails. */
 const describeRun = (
   cli: Cli,
   args: ReadonlyArray<string>,
   result: ChildProcess.SpawnSyncReturns<string>,
   streams = true
 ): string => {
-  const lines = [`command: ${cli.node} ${cli.script} ${args.join(" ")}`]
+  const lines = streams ? [`command: ${cli.node} ${cli.script} ${args.join(" ")}`] : []
   lines.push(
     result.error !== undefined
       ? `could not run it: ${result.error.message}`

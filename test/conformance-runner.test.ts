@@ -3,15 +3,21 @@
  * installed, one that fails without results, one that reports failed checks. Each is a real
  * process; the runner must report what it said, never crash.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { listScenarios, runScenario, toolsCli } from "./conformance/scenarios.js"
 
+const made: Array<string> = []
+afterAll(() => {
+  for (const dir of made) Fs.rmSync(dir, { recursive: true, force: true })
+})
+
 /** A stand-in CLI: `body` runs with `out` (the -o folder) and `scenario` in scope. */
 const fakeCli = (body: string) => {
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-fake-conformance-"))
+  made.push(dir)
   const script = Path.join(dir, "cli.mjs")
   Fs.writeFileSync(
     script,

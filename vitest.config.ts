@@ -16,6 +16,9 @@ export default defineConfig({
   test: {
     include: ["packages/*/test/**/*.test.ts", "test/**/*.test.ts"],
     globalSetup: ["test/globalSetup.ts"],
+    // Quiet on success: what a test logs to the console (Effect's default logger writes there, and
+    // so do the host's and engine's warnings) is kept with the test and printed only if it fails.
+    silent: "passed-only",
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",

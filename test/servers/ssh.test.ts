@@ -3,8 +3,10 @@
  * our own client engine with a scripted elicitation handler.
  *
  * setup.sh (beforeAll) creates the users, keys, sudoers drop-in and an sshd on a free port;
- * teardown.sh (afterAll) ends it by PID. When sshd is not installed setup fails, and so does
- * every test here — in CI and out of it: nothing is skipped. Connection counts are read from
+ * teardown.sh (afterAll) ends it by PID. Run as root on Debian, beforeAll first installs
+ * openssh-server and sudo when missing (.ci/setup-sshd.sh, what .ci/run runs); otherwise, without
+ * them or without root, setup fails with the command to run, and so does every test here — in CI
+ * and out of it: nothing is skipped (the decision is tested in sshd/setup.test.ts). Connection counts are read from
  * sshd's own log and from `$SSH_CONNECTION` on the remote side (its client port names the TCP
  * connection), never from timings.
  */
@@ -51,7 +53,7 @@ beforeAll(() => {
   } catch (error) {
     setupError = error
   }
-}, 120_000)
+}, 480_000) // a bound for apt-get update + install (about 40 s here) and setup.sh, not an expectation
 
 afterAll(() => {
   teardownSshd()

@@ -40,33 +40,92 @@ export interface SshdState {
   readonly nopasswdUser: { readonly name: string; readonly home: string; readonly key: string }
 }
 
-const run = (script: string, what: string) => {
+const setupSh = path.join(here, "setup.sh")
+/** What installs the suite's packages: the script .ci/run runs (root, apt-get). */
+export const installScript = path.join(repoRoot, ".ci", "setup-sshd.sh")
+/** The command a person runs to install them, from the repository root. */
+export const installCommand = "bash .ci/setup-sshd.sh"
+
+const run = (script: string, args: ReadonlyArray<string>, timeout: number, env: NodeJS.ProcessEnv = process.env) => {
   try {
-    return execFileSync("bash", [path.join(here, script)], {
-      env: { ...process.env, SKALD_SSHD_STATE: STATE_DIR },
+    return execFileSync("/bin/bash", [script, ...args], {
+      env: { ...env, SKALD_SSHD_STATE: STATE_DIR },
       stdio: ["ignore", "pipe", "pipe"],
-      timeout: 120_000,
+      timeout,
       encoding: "utf8"
     })
   } catch (error) {
-    const e = error as { status?: number; stderr?: string }
-    throw new Error(
-      `${what} failed (exit ${e.status ?? "?"}${process.env.CI === "true" ? ", CI" : ""}): ${e.stderr?.trim() ?? String(error)}. ` +
-        `The SSH tests need a real OpenSSH sshd and root: run .ci/setup-sshd.sh once (apt-get install openssh-server sudo).`
-    )
+    const e = error as { status?: number | null; signal?: string | null; stderr?: string }
+    const ended = e.signal ? `killed by ${e.signal}${e.signal === "SIGTERM" ? ` after ${timeout / 1000} s` : ""}` : `exit ${e.status ?? "?"}`
+    throw new Error(`${path.relative(repoRoot, script)} ${args.join(" ")} failed (${ended}): ${e.stderr?.trim() || String(error)}`)
   }
 }
 
-/** Runs setup.sh (never installs anything) and reads what it wrote. Throws — never skips — when sshd is missing. */
-export const setupSshd = (): SshdState => {
-  run("setup.sh", "test/servers/sshd/setup.sh")
+/** What the machine has: the suite's missing packages, and whether apt-get could install them. */
+export interface Probe {
+  readonly missing: ReadonlyArray<string>
+  readonly aptGet: boolean
+}
+
+/** Asks setup.sh (the one list of what the suite needs) what is missing, with this PATH and env. */
+export const probe = (env: NodeJS.ProcessEnv = process.env): Probe =>
+  JSON.parse(run(setupSh, ["--probe"], 30_000, env)) as Probe
+
+/** What to do before setup.sh can run. */
+export type Plan =
+  | { readonly _tag: "Ready" }
+  | { readonly _tag: "Install"; readonly packages: ReadonlyArray<string> }
+  | { readonly _tag: "Fail"; readonly message: string }
+
+/**
+ * The decision: root with everything → ready; root on Debian (apt-get) with something missing →
+ * install it; otherwise fail, saying why and the exact command that fixes it. Never skip.
+ */
+export const plan = (uid: number, probed: Probe): Plan => {
+  const missing = probed.missing.join(" ")
+  const install = `${installCommand} (apt-get update, then apt-get install -y --no-install-recommends ${missing}, ` +
+    `with a policy-rc.d so no sshd starts on :22)`
+  if (uid !== 0) {
+    return {
+      _tag: "Fail",
+      message: "The SSH tests need root: they create two users and a sudoers drop-in and start an sshd on 127.0.0.1. " +
+        (probed.missing.length === 0
+          ? "Run the tests as root."
+          : `They also need ${missing}, not installed here: as root, run ${install}; or run the tests as root on Debian, which installs it.`)
+    }
+  }
+  if (probed.missing.length === 0) return { _tag: "Ready" }
+  if (probed.aptGet) return { _tag: "Install", packages: probed.missing }
+  return {
+    _tag: "Fail",
+    message: `The SSH tests need ${missing}, not installed here, and there is no apt-get to install it with ` +
+      `(the tests install it themselves only on Debian): install ${missing} with this system's package manager.`
+  }
+}
+
+export interface SetupOptions {
+  /** The user the tests run as (default: this process's). */
+  readonly uid?: number
+  /** The environment of the probe (default: this process's; a test gives a stub PATH). */
+  readonly env?: NodeJS.ProcessEnv
+}
+
+/**
+ * Brings up the test sshd: installs its packages when root on Debian (the script .ci/run uses),
+ * runs setup.sh and reads what it wrote. Throws — never skips — when it cannot, saying what to run.
+ */
+export const setupSshd = (options: SetupOptions = {}): SshdState => {
+  const decided = plan(options.uid ?? process.getuid?.() ?? -1, probe(options.env))
+  if (decided._tag === "Fail") throw new Error(decided.message)
+  if (decided._tag === "Install") run(installScript, [], 300_000, options.env)
+  run(setupSh, [], 120_000, options.env)
   return readState()
 }
 
 export const readState = (): SshdState => JSON.parse(fs.readFileSync(path.join(STATE_DIR, "state.json"), "utf8")) as SshdState
 
 export const teardownSshd = (): void => {
-  run("teardown.sh", "test/servers/sshd/teardown.sh")
+  run(path.join(here, "teardown.sh"), [], 60_000)
 }
 
 // --- what everything said -----------------------------------------------------------------------

@@ -6,9 +6,12 @@
 #   setup.sh                  create users/keys/sudoers/config under the state dir, start sshd,
 #                             write <state>/state.json; fails (exit 3) when openssh-server or sudo
 #                             is missing — it never installs anything unless told to:
-#   setup.sh --install-only   apt-get install openssh-server + sudo when missing, nothing else
-#                             (what .ci/setup-sshd.sh runs); SKALD_SSHD_INSTALL=1 makes a plain
-#                             run install first as well.
+#   setup.sh --install-only   apt-get update, then apt-get install what is missing of
+#                             openssh-server, sudo, openssh-client; nothing else (what
+#                             .ci/setup-sshd.sh runs, and what the test harness runs as root when
+#                             --probe says something is missing); SKALD_SSHD_INSTALL=1 makes a
+#                             plain run install first as well.
+#   setup.sh --probe          print {"missing": [...], "aptGet": true|false} and exit 0 (any user).
 #
 # Env: SKALD_SSHD_STATE (default /tmp/skald-sshd), SKALD_SSHD_PORT (default: a free port),
 # SKALD_SSHD_BIN (default /usr/sbin/sshd; sshd must be started by an absolute path).
@@ -44,19 +47,30 @@ install_packages() {
   [ -z "$missing" ] && return 0
   command -v apt-get >/dev/null 2>&1 || die 3 "missing $missing and no apt-get to install it"
   # A policy-rc.d that exits 101 keeps the package's postinst from starting the system sshd on :22.
-  local made_policy=0
   if [ ! -e /usr/sbin/policy-rc.d ]; then
     printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
     chmod 755 /usr/sbin/policy-rc.d
-    made_policy=1
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT # also when apt-get fails
   fi
   echo "sshd setup: installing $missing" >&2
-  apt-get update -q >/dev/null
+  # apt's progress goes to stdout (dropped); its errors go to stderr, which the caller shows.
+  apt-get update -q >/dev/null || die 1 "apt-get update failed"
   # shellcheck disable=SC2086
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null
-  [ "$made_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null ||
+    die 1 "apt-get install $missing failed"
+  missing=$(missing_packages)
+  [ -z "$missing" ] || die 1 "still missing after apt-get install: $missing"
   return 0
 }
+
+if [ "${1:-}" = "--probe" ]; then
+  apt=false
+  command -v apt-get >/dev/null 2>&1 && apt=true
+  list=""
+  for p in $(missing_packages); do list="$list${list:+, }\"$p\""; done
+  echo "{\"missing\": [$list], \"aptGet\": $apt}"
+  exit 0
+fi
 
 [ "$(id -u)" = 0 ] || die 3 "must run as root (it creates users and a sudoers drop-in and starts sshd)"
 
@@ -66,7 +80,7 @@ if [ "${1:-}" = "--install-only" ]; then
 fi
 [ "${SKALD_SSHD_INSTALL:-0}" = 1 ] && install_packages
 missing=$(missing_packages)
-[ -z "$missing" ] || die 3 "not installed: $missing. Run .ci/setup-sshd.sh (or: apt-get install -y --no-install-recommends openssh-server sudo)"
+[ -z "$missing" ] || die 3 "not installed: $missing. Install it as root with: bash .ci/setup-sshd.sh (apt-get update, then apt-get install -y --no-install-recommends $missing, with a policy-rc.d so no sshd starts on :22)"
 
 # --- state dir, keys, secrets ------------------------------------------------------------------
 install -d -m 0755 /run/sshd # privilege separation dir: sshd refuses to start without it

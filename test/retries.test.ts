@@ -80,7 +80,7 @@ describe("retries", () => {
 
       // Each of these fails its first start, then works when tried again.
       const cases = [
-        ["readd", (cl: ReadonlyArray<string>) => ["mcp", "add", "readd", "--", ...cl]],
+        ["readd", (cl: ReadonlyArray<string>) => ["mcp", "add", "readd", "--replace", "--", ...cl]],
         ["restart", () => ["mcp", "restart", "restart"]],
         ["enable", () => ["mcp", "enable", "enable"]]
       ] as const

@@ -239,7 +239,7 @@ describe("redaction cannot be bypassed", () => {
       assert.include(log, "calling https://api.example.test/v1?pem=[redacted]&quoted=[redacted]")
       // Each line of the key, written to stderr one by one, is redacted on its own.
       const keyLines = pem.split("\n").length
-      assert.isAtLeast(log.split("\n").filter((l) => /\[stderr\]\s+\[redacted\]$/.test(l)).length, keyLines)
+      assert.isAtLeast(log.split("\n").filter((l) => /\[stderr\]\s+(\[cli pid \d+\] )?\[redacted\]$/.test(l)).length, keyLines)
       assertNowhere(home, [pem, quoted], [...runs, crash])
     }), { timeout: 180_000 })
 

@@ -230,6 +230,13 @@ export type McpError =
   | McpUrlElicitationRequired
   | McpHttpError
 
+/**
+ * The same error naming another server: for a client that learned the server's own name (its
+ * `serverInfo.name`) after the transport had named it by its command line or URL.
+ */
+export const withServer = <E extends McpError>(error: E, server: string): E =>
+  error.server === server ? error : new (error.constructor as new(fields: E) => E)({ ...error, server })
+
 /** Errors that end a connection: every pending request fails with one of these. */
 export type McpConnectionError =
   | McpHttpError

@@ -65,6 +65,12 @@ export interface Options {
   readonly taskHandleGrace?: Duration.DurationInput | undefined
   /** How long a person has to answer an elicitation before it is answered `cancel` (default 5 min). */
   readonly userDeadline?: Duration.DurationInput | undefined
+  /**
+   * Name the server by its `serverInfo.name` once `initialize` has answered, in errors and log
+   * lines (default false: the transport's `server` throughout). For an ad-hoc client whose
+   * transport could only name the server by its command line or URL; a host keeps its own names.
+   */
+  readonly nameFromServerInfo?: boolean | undefined
 }
 
 /** What the server said about itself in `initialize`. */
@@ -215,7 +221,11 @@ export const TIMEOUT_REASON = "timeout"
 export const make = (options: Options = {}): Effect.Effect<Service, McpError.McpError, Transport | Scope.Scope> =>
   Effect.gen(function*() {
     const transport = yield* Transport
-    const server = transport.server
+    // The name in errors and log lines: the transport's, or (nameFromServerInfo) the server's own
+    // once initialize has answered; errors the transport raises after that are relabelled.
+    let server = transport.server
+    let renamed = false
+    const relabel = <E extends McpError.McpError>(error: E): E => renamed ? McpError.withServer(error, server) : error
     const callTimeoutMillis = Duration.toMillis(options.callTimeout ?? Protocol.DEFAULT_CALL_TIMEOUT_MILLIS)
     const lateGraceMillis = Duration.toMillis(options.taskHandleGrace ?? "10 seconds")
     const userDeadline = Duration.decode(options.userDeadline ?? "5 minutes")
@@ -336,12 +346,13 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     const closeWith = (error: McpError.McpConnectionError) =>
       Effect.sync(() => {
         if (closed !== undefined) return
-        closed = error
-        Deferred.unsafeDone(closedSignal, Exit.succeed(error))
+        closed = relabel(error)
+        Deferred.unsafeDone(closedSignal, Exit.succeed(closed))
         const entries = pending.values()
         pending.clear()
         deadlines.clear()
-        for (const entry of entries) entry.resume(Exit.fail(error))
+        const reason = relabel(error)
+        for (const entry of entries) entry.resume(Exit.fail(reason))
         // Task pollers asleep between polls wake up and find the connection closed.
         taskSignals.notifyAll()
       })
@@ -725,7 +736,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
             const entry = pending.get(message.id)
             if (entry !== undefined) {
               settle(entry)
-              entry.resume(Exit.fail(message.error))
+              entry.resume(Exit.fail(relabel(message.error)))
             }
           } else {
             yield* route(message)
@@ -766,6 +777,11 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
         })
       }
       const version = result.protocolVersion
+      const info = isObject(result.serverInfo) ? result.serverInfo : {}
+      if (options.nameFromServerInfo === true && typeof info.name === "string" && info.name.trim().length > 0) {
+        server = info.name.trim()
+        renamed = server !== transport.server
+      }
       if (version !== Protocol.PROTOCOL_VERSION) {
         if (!Protocol.COMPATIBLE_VERSIONS.includes(version)) {
           return yield* new McpError.McpUnsupportedProtocolVersion({
@@ -781,7 +797,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       return {
         protocolVersion: version,
         capabilities: isObject(result.capabilities) ? result.capabilities : {},
-        serverInfo: isObject(result.serverInfo) ? result.serverInfo : {},
+        serverInfo: info,
         instructions: typeof result.instructions === "string" ? result.instructions : undefined
       } satisfies ServerIdentity
     }).pipe(Effect.withSpan("McpClient.initialize", { attributes: { "mcp.server": server, "mcp.method": "initialize" } }))
@@ -791,7 +807,9 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     // --- tasks -----------------------------------------------------------------------------
     const path = (root: unknown, ...keys: Array<string>): unknown =>
       keys.reduce<unknown>((node, key) => (isObject(node) ? node[key] : undefined), root)
-    const serverTaskCalls = isObject(path(identity.capabilities, "tasks", "requests", "tools", "call"))
+    // What the negotiated revision has (an older server is not expected to do what it lacks).
+    const features = Protocol.features(identity.protocolVersion)
+    const serverTaskCalls = features.tasks && isObject(path(identity.capabilities, "tasks", "requests", "tools", "call"))
     const serverTaskCancel = isObject(path(identity.capabilities, "tasks", "cancel"))
     const runtime = yield* Effect.runtime<never>()
 
@@ -853,7 +871,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       const { result, warnings } = CallResult.extract(wire)
       let problems: Array<string> | undefined
       if (warnings.length > 0) problems = warnings.map((warning) => `tool ${name}: ${warning}`)
-      if (tool?.outputSchema !== undefined && result._tag !== "Task" && !result.isError) {
+      if (tool?.outputSchema !== undefined && features.structuredContent && result._tag !== "Task" && !result.isError) {
         const structured = wire.structuredContent
         const problem = structured === undefined
           ? "declares an outputSchema but returned no structuredContent"
@@ -890,7 +908,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       options: RequestOptions | undefined
     ): Effect.Effect<CallOutcome, McpError.McpError> => {
       // The check is compiled here, by the caller, so delivery only runs it.
-      if (tool?.outputSchema !== undefined) outputChecks(tool.outputSchema)
+      if (tool?.outputSchema !== undefined && features.structuredContent) outputChecks(tool.outputSchema)
       const params = { name, arguments: args ?? {} }
       return awaitAnswer(interruptible, new PendingEntry("tools/call", params, true, timeoutOf(options), name, tool, undefined))
     }

@@ -168,6 +168,62 @@ describe("older protocol versions over HTTP", () => {
     }))
 })
 
+describe("calling what was not listed", () => {
+  const listings = (records: Array<Rec>) => records.filter((r) => r.method === "tools/list").length
+
+  it.live("a hidden tool is called after one refresh of the list, and again without one; a listed tool never refreshes", () =>
+    Effect.gen(function*() {
+      const server = legacyStdio()
+      const [first, second] = yield* Effect.scoped(Effect.gen(function*() {
+        const client = yield* connect("hiding", server.command)
+        yield* client.callTool("echo", { message: "listed" })
+        yield* client.callTool("echo", { message: "listed again" })
+        assert.strictEqual(listings(server.records()), 1)
+        const first = expectText((yield* client.callTool("hidden", { message: "found" })).result).text
+        assert.strictEqual(listings(server.records()), 2)
+        const second = expectText((yield* client.callTool("hidden", { message: "again" })).result).text
+        assert.strictEqual(listings(server.records()), 2)
+        return [first, second] as const
+      }))
+      assert.strictEqual(first, "hidden: found")
+      assert.strictEqual(second, "hidden: again")
+      const calls = server.records().filter((r) => r.method === "tools/call").map((r) => (r.params as Rec).name)
+      assert.deepStrictEqual(calls, ["echo", "echo", "hidden", "hidden"])
+    }))
+
+  for (const [mode, how] of [["rpc", "a JSON-RPC error -32602"], ["iserror", "an isError result"]] as const) {
+    it.live(`the server's "unknown tool" as ${how} is McpUnknownTool with the names it lists`, () =>
+      Effect.gen(function*() {
+        const server = legacyStdio({ FIXTURE_UNKNOWN: mode })
+        const error = yield* Effect.scoped(Effect.gen(function*() {
+          const client = yield* connect("unknowing", server.command)
+          return yield* Effect.flip(client.callTool("no-such-tool", {}))
+        }))
+        assert.instanceOf(error, McpError.McpUnknownTool)
+        assert.strictEqual(error.tool, "no-such-tool")
+        assert.strictEqual(error.server, "unknowing")
+        assert.deepStrictEqual([...error.available], ["echo", "progress"])
+        assert.include(error.message, "has no tool 'no-such-tool'; it offers: echo, progress")
+        // The call did go out: the server decides what it has.
+        assert.deepStrictEqual(
+          server.records().filter((r) => r.method === "tools/call").map((r) => (r.params as Rec).name),
+          ["no-such-tool"]
+        )
+      }))
+  }
+
+  it.live("another error of an unlisted tool stays the server's error", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.scoped(Effect.gen(function*() {
+        const client = yield* connect("invalid", legacy("stdio", { FIXTURE_UNKNOWN: "invalid" }))
+        return yield* Effect.flip(client.callTool("no-such-tool", {}))
+      }))
+      assert.instanceOf(error, McpError.McpRequestError)
+      assert.strictEqual(error.code, -32602)
+      assert.strictEqual(error.reason, "Invalid arguments")
+    }))
+})
+
 describe("the CLI names the server", () => {
   it("by its executable and first argument before initialize, by serverInfo.name after", async () => {
     const missing = await runSkald(["tools", "--", "/nonexistent/skald-no-such-npx", "@scope/server-x"])

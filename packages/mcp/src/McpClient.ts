@@ -209,6 +209,9 @@ const isObject = (u: unknown): u is JsonObject => typeof u === "object" && u !==
 /** The error code of "URL elicitation required" (2025-11-25). */
 export const URL_ELICITATION_REQUIRED = -32042
 
+/** How a server says a tool does not exist ("Unknown tool: x", "Tool x not found", …). */
+const SAYS_UNKNOWN = /\b(unknown|not found|no such|does not exist|doesn't exist|not exist)\b/i
+
 /** Reason sent in `notifications/cancelled` when the waiting fiber was interrupted by a stop. */
 export const STOP_REASON = "cancelled by the client"
 /** Reason sent in `notifications/cancelled` when the call timeout fired. */
@@ -850,21 +853,60 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     yield* log("lifecycle", `connected: ${serverName}, protocol ${identity.protocolVersion}`)
 
     // --- tools/call ------------------------------------------------------------------------
+    /**
+     * The tool `name` from the list, after at most one refresh (none when the list was only now
+     * read): `undefined` when the server does not list it. It is called all the same (servers may
+     * hide tools); see `callUnlisted`.
+     */
     const findTool = (name: string) =>
       Effect.gen(function*() {
+        const wasListed = isFresh()
         yield* currentTools
         const tool = byName.get(name)
-        if (tool !== undefined) return tool
-        // Not seen yet: refresh once before giving up.
-        const fresh = yield* refreshTools
-        const again = byName.get(name)
-        if (again !== undefined) return again
-        return yield* new McpError.McpUnknownTool({ server, tool: name, available: fresh.tools.map((t) => t.name) })
+        if (tool !== undefined || !wasListed) return tool
+        // Not seen yet: refresh once.
+        yield* refreshTools
+        return byName.get(name)
       })
 
     // A server without tools/list (or one that fails it) is still called directly.
     const lookUpSlowly = (name: string): Effect.Effect<McpTool.McpTool | undefined, McpError.McpError> =>
       findTool(name).pipe(Effect.catchTag("McpRequestError", () => Effect.succeed(undefined)))
+
+    /** Tools the server did not list but answered (bounded by what the caller names: a set of strings). */
+    const answeredUnlisted = new Set<string>()
+
+    const unknownTool = (name: string) =>
+      new McpError.McpUnknownTool({ server, tool: name, available: latest === undefined ? [] : latest.tools.map((t) => t.name) })
+
+    /**
+     * A call of a tool the server did not list: sent as any call; the server's own "no such tool"
+     * — a JSON-RPC error -32602/-32601 that says so, or an `isError` result naming the tool and
+     * saying so — becomes `McpUnknownTool` with the names it lists. Any other answer is the answer.
+     */
+    const callUnlisted = (
+      interruptible: boolean,
+      name: string,
+      args: JsonObject | undefined,
+      options: RequestOptions | undefined
+    ): Effect.Effect<CallOutcome, McpError.McpError> =>
+      callPlain(interruptible, name, undefined, args, options).pipe(
+        Effect.catchTag("McpRequestError", (error): Effect.Effect<never, McpError.McpError> =>
+          Effect.fail(
+            (error.code === JsonRpc.ErrorCode.InvalidParams || error.code === JsonRpc.ErrorCode.MethodNotFound) &&
+              SAYS_UNKNOWN.test(error.reason)
+              ? unknownTool(name)
+              : error
+          )),
+        Effect.flatMap((outcome): Effect.Effect<CallOutcome, McpError.McpError> => {
+          if (outcome.result._tag === "Task" || !outcome.result.isError) return Effect.succeed(outcome)
+          const text = outcome.result._tag === "Json" ? JSON.stringify(outcome.result.value) ?? "" : outcome.result.text
+          return text.includes(name) && SAYS_UNKNOWN.test(text) ? Effect.fail(unknownTool(name)) : Effect.succeed(outcome)
+        }),
+        Effect.tap(() => {
+          answeredUnlisted.add(name)
+        })
+      )
 
     const finishCall = (name: string, tool: McpTool.McpTool | undefined, raw: unknown): Effect.Effect<CallOutcome> => {
       const wire = isObject(raw) ? raw : {}
@@ -936,10 +978,17 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     ): Effect.Effect<CallOutcome, McpError.McpError> => {
       const known = isFresh() ? byName.get(name) : undefined
       if (known !== undefined) return callWith(interruptible, name, known, args, options)
+      // A hidden tool that answered before is called again without a refresh.
+      if (answeredUnlisted.has(name) && isFresh() && latest !== undefined) {
+        return callUnlisted(interruptible, name, args, options)
+      }
       return Effect.flatMap(lookUpSlowly(name), (tool) =>
-        Effect.withFiberRuntime((_, status) =>
-          callWith(RuntimeFlags.interruption(status.runtimeFlags), name, tool, args, options)
-        ))
+        Effect.withFiberRuntime((_, status) => {
+          const interruptible = RuntimeFlags.interruption(status.runtimeFlags)
+          // Listed, or no list to judge by (the server failed tools/list): called as usual.
+          if (tool !== undefined || latest === undefined) return callWith(interruptible, name, tool, args, options)
+          return callUnlisted(interruptible, name, args, options)
+        }))
     }
 
     // The hot path of the library. A known tool without task support is one fiber step here (it

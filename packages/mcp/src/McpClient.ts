@@ -71,6 +71,16 @@ export interface Options {
    * transport could only name the server by its command line or URL; a host keeps its own names.
    */
   readonly nameFromServerInfo?: boolean | undefined
+  /**
+   * Whether a `notifications/progress` for a `tools/call` restarts its timeout (default true): a
+   * tool that keeps reporting progress is not given up on while it does.
+   */
+  readonly resetTimeoutOnProgress?: boolean | undefined
+  /**
+   * The longest a `tools/call` may run while its progress keeps restarting its timeout (default
+   * 1 h, as the longest task wait); never shorter than the call's own timeout.
+   */
+  readonly maxTotalTimeout?: Duration.DurationInput | undefined
 }
 
 /** What the server said about itself in `initialize`. */
@@ -93,6 +103,25 @@ export interface RequestOptions {
   readonly timeout?: Duration.DurationInput | undefined
   /** Told each status of a task-augmented call while it is polled. */
   readonly onTaskStatus?: ((progress: TaskPoller.TaskProgress) => Effect.Effect<void>) | undefined
+  /**
+   * Told each `notifications/progress` the server sends for this `tools/call` (every call carries
+   * a `_meta.progressToken`). Runs on the connection's reader: keep it quick.
+   */
+  readonly onProgress?: ((progress: Progress) => Effect.Effect<void>) | undefined
+  /** Overrides the client's `maxTotalTimeout` for this call. */
+  readonly maxTotalTimeout?: Duration.DurationInput | undefined
+}
+
+/** One `notifications/progress` of a call. */
+export interface Progress {
+  /** The server's progress value (it increases with each report). */
+  readonly progress: number
+  /** The total, when the server knows it. */
+  readonly total: number | undefined
+  /** What the server says it is doing (2025-03-26 on). */
+  readonly message: string | undefined
+  /** Since the call was sent. */
+  readonly elapsedMillis: number
 }
 
 /** A task's status while it is polled. */
@@ -171,6 +200,14 @@ interface Pending extends Deadlines.Node<Pending> {
   readonly late: ((answer: unknown) => void) | undefined
   /** Abandoned by its caller; kept only to catch a late answer. */
   orphaned: boolean
+  /** When it was sent (epoch millis; set for requests with a timeout). */
+  startedAt: number
+  /** A plain tools/call: told its progress. */
+  readonly onProgress: ((progress: Progress) => Effect.Effect<void>) | undefined
+  /** A plain tools/call: the longest it may run while progress restarts its timeout. */
+  readonly maxTotalMillis: number
+  /** Its deadline was moved by progress. */
+  extended: boolean
 }
 
 /**
@@ -187,6 +224,8 @@ class PendingEntry implements Pending {
   resume: Pending["resume"] = notWaiting
   orphaned = false
   deadline = 0
+  startedAt = 0
+  extended = false
   prev: Pending | undefined = undefined
   next: Pending | undefined = undefined
   list: Deadlines.List<Pending> | undefined = undefined
@@ -198,7 +237,9 @@ class PendingEntry implements Pending {
     readonly timeoutMillis: number,
     readonly toolName: string | undefined,
     readonly tool: McpTool.McpTool | undefined,
-    readonly late: ((answer: unknown) => void) | undefined
+    readonly late: ((answer: unknown) => void) | undefined,
+    readonly onProgress: ((progress: Progress) => Effect.Effect<void>) | undefined = undefined,
+    readonly maxTotalMillis: number = timeoutMillis
   ) {}
 }
 
@@ -231,6 +272,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     const relabel = <E extends McpError.McpError>(error: E): E => renamed ? McpError.withServer(error, server) : error
     const callTimeoutMillis = Duration.toMillis(options.callTimeout ?? Protocol.DEFAULT_CALL_TIMEOUT_MILLIS)
     const lateGraceMillis = Duration.toMillis(options.taskHandleGrace ?? "10 seconds")
+    const resetOnProgress = options.resetTimeoutOnProgress ?? true
+    const maxTotalMillis = Duration.toMillis(options.maxTotalTimeout ?? Protocol.DEFAULT_MAX_TOTAL_TIMEOUT_MILLIS)
     const userDeadline = Duration.decode(options.userDeadline ?? "5 minutes")
     const elicitationHandler = Option.getOrUndefined(yield* Effect.serviceOption(Elicitation.ElicitationHandler))
     const taskTtlMillis = options.taskTtl === undefined ? undefined : Duration.toMillis(options.taskTtl)
@@ -301,8 +344,17 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       if (entry.orphaned) return settle(entry)
       // Taken before abandoning: a task call that times out keeps listening for its handle.
       const resume = entry.resume
+      // Progress kept it going until the longest total time: say that, not the timeout.
+      const total = entry.extended && entry.deadline >= entry.startedAt + entry.maxTotalMillis
       if (abandon(entry, TIMEOUT_REASON)) {
-        resume(Exit.fail(new McpError.McpTimeout({ server, method: entry.method, timeoutMillis: entry.timeoutMillis })))
+        resume(Exit.fail(
+          new McpError.McpTimeout({
+            server,
+            method: entry.method,
+            timeoutMillis: entry.timeoutMillis,
+            ...(total ? { totalMillis: entry.maxTotalMillis } : {})
+          })
+        ))
       }
     }
 
@@ -325,6 +377,32 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       Deferred.unsafeDone(wake, Exit.void)
     }
 
+    /**
+     * A `notifications/progress` for a pending plain `tools/call`: its timeout restarts, bounded by
+     * its longest total time, and its caller is told (the effect returned, run by the reader).
+     */
+    const onCallProgress = (entry: Pending, params: JsonObject): Effect.Effect<void> | undefined => {
+      if (typeof params.progress !== "number") return undefined
+      const now = clock.unsafeCurrentTimeMillis()
+      if (resetOnProgress && Deadlines.isLinked(entry) && !entry.orphaned) {
+        const cap = entry.startedAt + entry.maxTotalMillis
+        const until = Math.min(now + entry.timeoutMillis, cap)
+        if (until > entry.deadline) {
+          deadlines.remove(entry)
+          // A deadline short of the cap keeps to its timeout's list; the last one, at the cap, gets its own.
+          deadlines.add(now, until === cap ? cap - now : entry.timeoutMillis, entry)
+          entry.extended = true
+        }
+      }
+      if (entry.onProgress === undefined) return undefined
+      return entry.onProgress({
+        progress: params.progress,
+        total: typeof params.total === "number" ? params.total : undefined,
+        message: typeof params.message === "string" ? params.message : undefined,
+        elapsedMillis: now - entry.startedAt
+      })
+    }
+
     const timer = Effect.gen(function*() {
       while (true) {
         if (openElicitations > 0) {
@@ -344,6 +422,9 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     })
 
     const taskSignals = TaskPoller.makeStatusSignals()
+    /** Progress of task-augmented calls under way, by their progress token. */
+    const taskProgress = new Map<string, (params: JsonObject) => Effect.Effect<void> | undefined>()
+    let taskCallCount = 0
 
     const closedSignal = yield* Deferred.make<McpError.McpConnectionError>()
     const closeWith = (error: McpError.McpConnectionError) =>
@@ -370,10 +451,16 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       entry.resume = resume
       pending.add(entry)
       if (entry.timeoutMillis !== Infinity) {
-        deadlines.add(clock.unsafeCurrentTimeMillis(), entry.timeoutMillis, entry)
+        const now = clock.unsafeCurrentTimeMillis()
+        entry.startedAt = now
+        deadlines.add(now, entry.timeoutMillis, entry)
         if (entry.deadline < sleepingUntil) Deferred.unsafeDone(wake, Exit.void)
       }
-      const params = entry.params
+      // A plain tools/call holds its arguments here; its params are made now, with the request id
+      // as its progress token.
+      const params = entry.toolName === undefined
+        ? entry.params
+        : { name: entry.toolName, arguments: entry.params, _meta: { progressToken: entry.id } }
       entry.params = undefined
       transport.send(JsonRpc.request(entry.id, entry.method, params))
     }
@@ -629,6 +716,19 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
           if (typeof params.taskId === "string") taskSignals.notify(params.taskId)
           return PubSub.publish(notifications, message).pipe(Effect.asVoid)
         }
+        case "notifications/progress": {
+          const token = params.progressToken
+          const entry = typeof token === "number" ? pending.get(token) : undefined
+          const told = entry !== undefined && entry.toolName !== undefined
+            ? onCallProgress(entry, params)
+            : (typeof token === "string" ? taskProgress.get(token)?.(params) : undefined)
+          const published = PubSub.publish(notifications, message).pipe(Effect.asVoid)
+          if (told === undefined) return published
+          return Effect.zipRight(
+            Effect.catchAllCause(told, () => log("warning", "a progress handler failed; the call goes on")),
+            published
+          )
+        }
         case "notifications/cancelled": {
           const id = params.requestId
           if (typeof id !== "string" && typeof id !== "number") return Effect.void
@@ -834,12 +934,25 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       }
     }
 
-    const callAsTask = (name: string, args: JsonObject | undefined, options: RequestOptions | undefined) =>
-      Effect.gen(function*() {
+    const callAsTask = (name: string, args: JsonObject | undefined, options: RequestOptions | undefined) => {
+      // A task's progress token lives as long as the task (the spec): its own, not a request id.
+      const progressToken = `task-call-${taskCallCount++}`
+      return Effect.gen(function*() {
         const task = taskTtlMillis === undefined ? {} : { ttl: taskTtlMillis }
+        const onProgress = options?.onProgress
+        const sentAt = yield* Clock.currentTimeMillis
+        if (onProgress !== undefined) {
+          taskProgress.set(progressToken, (params) =>
+            typeof params.progress !== "number" ? undefined : onProgress({
+              progress: params.progress,
+              total: typeof params.total === "number" ? params.total : undefined,
+              message: typeof params.message === "string" ? params.message : undefined,
+              elapsedMillis: clock.unsafeCurrentTimeMillis() - sentAt
+            }))
+        }
         const answer = yield* send(
           "tools/call",
-          { name, arguments: args ?? {}, task },
+          { name, arguments: args ?? {}, task, _meta: { progressToken } },
           timeoutOf(options),
           false,
           cancelLate
@@ -849,7 +962,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
         // A server may answer a task-augmented call directly; that answer is the result.
         if (handle === undefined) return answer
         return yield* TaskPoller.poll(taskEngine, taskSignals, name, handle, startedAt, options?.onTaskStatus)
-      })
+      }).pipe(Effect.ensuring(Effect.sync(() => taskProgress.delete(progressToken))))
+    }
     yield* log("lifecycle", `connected: ${serverName}, protocol ${identity.protocolVersion}`)
 
     // --- tools/call ------------------------------------------------------------------------
@@ -951,8 +1065,22 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     ): Effect.Effect<CallOutcome, McpError.McpError> => {
       // The check is compiled here, by the caller, so delivery only runs it.
       if (tool?.outputSchema !== undefined && features.structuredContent) outputChecks(tool.outputSchema)
-      const params = { name, arguments: args ?? {} }
-      return awaitAnswer(interruptible, new PendingEntry("tools/call", params, true, timeoutOf(options), name, tool, undefined))
+      const timeoutMillis = timeoutOf(options)
+      const maxTotal = options?.maxTotalTimeout === undefined ? maxTotalMillis : Duration.toMillis(options.maxTotalTimeout)
+      return awaitAnswer(
+        interruptible,
+        new PendingEntry(
+          "tools/call",
+          args ?? {},
+          true,
+          timeoutMillis,
+          name,
+          tool,
+          undefined,
+          options?.onProgress,
+          Math.max(maxTotal, timeoutMillis)
+        )
+      )
     }
 
     const callWith = (

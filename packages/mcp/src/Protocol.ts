@@ -45,6 +45,12 @@ export const MAX_TOOL_PAGES = 50
 /** The default `tools/call` timeout (the seed's `CALL_TIMEOUT_SECS`). */
 export const DEFAULT_CALL_TIMEOUT_MILLIS = 120_000
 
+/**
+ * The default longest total time of a `tools/call` whose progress keeps restarting its timeout
+ * (1 h, as the longest task wait).
+ */
+export const DEFAULT_MAX_TOTAL_TIMEOUT_MILLIS = 60 * 60 * 1000
+
 /** The default start (spawn + initialize) timeout (the seed's `SERVER_START_TIMEOUT_SECS`). */
 export const DEFAULT_START_TIMEOUT_MILLIS = 120_000
 

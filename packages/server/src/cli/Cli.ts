@@ -19,7 +19,7 @@ import * as Output from "./Output.js"
 import * as SecretCommands from "./SecretCommands.js"
 import * as Serve from "./Serve.js"
 import * as Target from "./Target.js"
-import * as TaskProgress from "./TaskProgress.js"
+import * as Progress from "./Progress.js"
 
 /** How long `skald tools` waits for `tools/list_changed` after a listing before it prints. */
 export const TOOLS_QUIET_PERIOD = Duration.millis(300)
@@ -107,14 +107,14 @@ const call = Command.make(
       if (Option.isSome(timeout) && !(timeout.value > 0)) {
         return yield* new UsageError({ message: "--timeout must be a positive number of seconds" })
       }
-      const progress = TaskProgress.make(process.stderr)
-      // The result is printed before the connection closes (a server may take seconds to stop).
+      // The result is printed before the connection closes (a server may take seconds to stop);
+      // progress (and task status) goes to stderr while the call runs.
       const exit = yield* Effect.exit(withClient({ http, apiKeyEnv }, (client) =>
-        client.callTool(tool, params, {
-          ...(Option.isSome(timeout) ? { timeout: Duration.millis(Math.round(timeout.value * 1000)) } : {}),
-          onTaskStatus: progress.report
-        }).pipe(
-          Effect.ensuring(progress.done),
+        Progress.showing(process.stderr, (reporting) =>
+          client.callTool(tool, params, {
+            ...(Option.isSome(timeout) ? { timeout: Duration.millis(Math.round(timeout.value * 1000)) } : {}),
+            ...reporting
+          })).pipe(
           Effect.tap((outcome) =>
             problems.first() !== undefined ? Effect.void : Effect.flatMap(
               json ? Effect.succeed(Output.json(outcome.wire)) : Output.renderResult(outcome.result, mediaDir),

@@ -35,6 +35,7 @@ import * as Elicit from "./Elicit.js"
 import * as Host from "./Host.js"
 import { reportFailures, stderr, stdout } from "./Io.js"
 import * as Output from "./Output.js"
+import * as Progress from "./Progress.js"
 import { ServerCommandLine } from "./Target.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("Print JSON instead of text."))
@@ -262,7 +263,7 @@ const call = Command.make(
       }
       const isError = yield* withServer(home, name, ({ client }) =>
         Effect.gen(function*() {
-          const outcome = yield* client.callTool(tool, params)
+          const outcome = yield* Progress.showing(process.stderr, (reporting) => client.callTool(tool, params, reporting))
           const paths = yield* Paths
           const result = yield* ToolResults.fromCallResult(outcome.result, paths.mediaDir)
           yield* stdout(

@@ -145,4 +145,42 @@ describe("tools/call progress", () => {
       assert.isTrue(Exit.isFailure(exit))
       assert.strictEqual(seen.length, 1)
     }))
+
+  it.scoped("a task-augmented call's progress token is its own for the task's life; its reports reach onProgress while it is polled", () =>
+    Effect.gen(function*() {
+      const { client, peer } = yield* Memory.connect({
+        peer: { capabilities: { tools: {}, tasks: { requests: { tools: { call: {} } } } } }
+      })
+      const seen: Array<McpClient.Progress> = []
+      const call = yield* client.callTool("long", {}, { onProgress: (p) => Effect.sync(() => void seen.push(p)) }).pipe(
+        Effect.fork
+      )
+      const list = yield* Memory.expectRequest(peer, "tools/list")
+      yield* peer.push(JsonRpc.success(list.id, {
+        tools: [{ name: "long", inputSchema: { type: "object" }, execution: { taskSupport: "required" } }]
+      }))
+      const request = yield* Memory.expectRequest(peer, "tools/call")
+      const token = (request.params as { _meta: { progressToken: unknown } })._meta.progressToken
+      assert.strictEqual(typeof token, "string")
+      const task = { taskId: "t1", status: "working", createdAt: "2026-12-01T00:00:00Z", lastUpdatedAt: "2026-12-01T00:00:00Z", ttl: null }
+      yield* peer.push(JsonRpc.success(request.id, { task }))
+      // The answer settled the request; the task's reports still find the call.
+      yield* peer.push(JsonRpc.notification("notifications/progress", { progressToken: token, progress: 1, total: 2 }))
+      yield* until(() => seen.length === 1, "the task's progress delivered")
+      yield* TestClock.adjust("1 second")
+      const get = yield* Memory.expectRequest(peer, "tasks/get")
+      yield* peer.push(JsonRpc.success(get.id, { ...task, status: "completed" }))
+      const result = yield* Memory.expectRequest(peer, "tasks/result")
+      yield* peer.push(JsonRpc.success(result.id, text("done")))
+      yield* Fiber.join(call)
+      deepStrictEqual(seen.map((p) => [p.progress, p.total]), [[1, 2]])
+      // Once the call is over, its token reaches nothing.
+      yield* peer.push(JsonRpc.notification("notifications/progress", { progressToken: token, progress: 2, total: 2 }))
+      // A round trip after it: the reader handles messages in order, so the report was handled.
+      const ping = yield* Effect.fork(client.request("ping"))
+      const asked = yield* Memory.expectRequest(peer, "ping")
+      yield* peer.push(JsonRpc.success(asked.id, {}))
+      yield* Fiber.join(ping)
+      assert.strictEqual(seen.length, 1)
+    }))
 })

@@ -97,6 +97,17 @@ describe("older protocol versions over stdio", () => {
       assert.strictEqual(server, "fixture-legacy")
       assert.instanceOf(timeout, McpError.McpTimeout)
       assert.strictEqual(timeout.server, "fixture-legacy")
+      // An error the transport raises (the process exited) is relabelled too.
+      const exited = yield* Effect.scoped(Effect.gen(function*() {
+        const client = yield* connect("node hostile.mjs", fixture("hostile", undefined, ["crash"]), {
+          client: { nameFromServerInfo: true }
+        })
+        return yield* Effect.flip(client.callTool("echo", { message: "boom" }))
+      }))
+      assert.instanceOf(exited, McpError.McpServerExited)
+      assert.strictEqual(exited.server, "fixture-hostile-crash")
+      assert.strictEqual(exited.code, 3)
+      assert.include(exited.message, "MCP server 'fixture-hostile-crash' exited with code 3")
     }))
 })
 

@@ -118,7 +118,7 @@ describe("hostile servers", () => {
       assert.instanceOf(error, McpError.McpUnsupportedProtocolVersion)
       assert.strictEqual(error.received, "1999-01-01")
       assert.strictEqual(error.requested, "2025-11-25")
-      assert.deepStrictEqual([...error.supported], ["2025-11-25", "2025-06-18", "2025-03-26"])
+      assert.deepStrictEqual([...error.supported], ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"])
       assert.include(error.message, "1999-01-01")
       assert.include(error.message, "2025-11-25")
     }))

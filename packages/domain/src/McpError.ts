@@ -96,13 +96,22 @@ export class McpRequestError extends Schema.TaggedError<McpRequestError>("@skald
   }
 }
 
-/** A request did not finish within its timeout; a `tools/call` was cancelled on the server. */
+/**
+ * A request did not finish within its timeout (a `tools/call`: since its last progress report),
+ * or within the longest total time while its progress kept it going (`totalMillis`); a
+ * `tools/call` was cancelled on the server.
+ */
 export class McpTimeout extends Schema.TaggedError<McpTimeout>("@skald/domain/McpTimeout")("McpTimeout", {
   server: Schema.String,
   method: Schema.String,
-  timeoutMillis: Schema.Number
+  timeoutMillis: Schema.Number,
+  totalMillis: Schema.optionalWith(Schema.Number, { exact: true })
 }) {
   override get message(): string {
+    if (this.totalMillis !== undefined) {
+      return `MCP server '${this.server}' did not finish ${this.method} within ${this.totalMillis / 1000} s, the ` +
+        "longest a call may run while it reports progress; raise that limit if the tool is just slow."
+    }
     return `MCP server '${this.server}' did not answer ${this.method} within ${this.timeoutMillis / 1000} s; ` +
       "raise the timeout if the server is just slow."
   }
@@ -229,6 +238,13 @@ export type McpError =
   | McpTaskExpired
   | McpUrlElicitationRequired
   | McpHttpError
+
+/**
+ * The same error naming another server: for a client that learned the server's own name (its
+ * `serverInfo.name`) after the transport had named it by its command line or URL.
+ */
+export const withServer = <E extends McpError>(error: E, server: string): E =>
+  error.server === server ? error : new (error.constructor as new(fields: E) => E)({ ...error, server })
 
 /** Errors that end a connection: every pending request fails with one of these. */
 export type McpConnectionError =

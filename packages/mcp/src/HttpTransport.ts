@@ -29,7 +29,7 @@ import * as HttpExchange from "./internal/httpExchange.js"
 import * as JsonRpc from "./JsonRpc.js"
 import * as McpClient from "./McpClient.js"
 import * as McpLog from "./McpLog.js"
-import { DEFAULT_MAX_MESSAGE_BYTES } from "./Protocol.js"
+import { DEFAULT_MAX_MESSAGE_BYTES, features } from "./Protocol.js"
 import { Transport, type Service } from "./Transport.js"
 
 /** Where the server is and how to talk to it. */
@@ -99,6 +99,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
 
     // --- session state ------------------------------------------------------------------
     let sessionId: string | undefined
+    /** The negotiated version, sent as `MCP-Protocol-Version` (only by revisions that have the header). */
     let protocolVersion: string | undefined
     let initialize: JsonRpc.Request | undefined
     /** Legacy HTTP+SSE: the endpoint the server named in its `endpoint` event. */
@@ -196,7 +197,10 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           if (id !== null) seen?.(id)
           if (initialize !== undefined && id === initialize.id && "result" in message.message) {
             const result = message.message.result
-            if (isObject(result) && typeof result.protocolVersion === "string") protocolVersion = result.protocolVersion
+            // The header exists since 2025-06-18; an older server gets none (it would not expect it).
+            if (isObject(result) && typeof result.protocolVersion === "string") {
+              protocolVersion = features(result.protocolVersion).versionHeader ? result.protocolVersion : undefined
+            }
           } else if ("result" in message.message && isObject(message.message.result)) {
             const result = message.message.result
             if ("task" in result || "taskId" in result) noteTask(result)

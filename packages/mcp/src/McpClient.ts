@@ -65,6 +65,22 @@ export interface Options {
   readonly taskHandleGrace?: Duration.DurationInput | undefined
   /** How long a person has to answer an elicitation before it is answered `cancel` (default 5 min). */
   readonly userDeadline?: Duration.DurationInput | undefined
+  /**
+   * Name the server by its `serverInfo.name` once `initialize` has answered, in errors and log
+   * lines (default false: the transport's `server` throughout). For an ad-hoc client whose
+   * transport could only name the server by its command line or URL; a host keeps its own names.
+   */
+  readonly nameFromServerInfo?: boolean | undefined
+  /**
+   * Whether a `notifications/progress` for a `tools/call` restarts its timeout (default true): a
+   * tool that keeps reporting progress is not given up on while it does.
+   */
+  readonly resetTimeoutOnProgress?: boolean | undefined
+  /**
+   * The longest a `tools/call` may run while its progress keeps restarting its timeout (default
+   * 1 h, as the longest task wait); never shorter than the call's own timeout.
+   */
+  readonly maxTotalTimeout?: Duration.DurationInput | undefined
 }
 
 /** What the server said about itself in `initialize`. */
@@ -87,6 +103,25 @@ export interface RequestOptions {
   readonly timeout?: Duration.DurationInput | undefined
   /** Told each status of a task-augmented call while it is polled. */
   readonly onTaskStatus?: ((progress: TaskPoller.TaskProgress) => Effect.Effect<void>) | undefined
+  /**
+   * Told each `notifications/progress` the server sends for this `tools/call` (every call carries
+   * a `_meta.progressToken`). Runs on the connection's reader: keep it quick.
+   */
+  readonly onProgress?: ((progress: Progress) => Effect.Effect<void>) | undefined
+  /** Overrides the client's `maxTotalTimeout` for this call. */
+  readonly maxTotalTimeout?: Duration.DurationInput | undefined
+}
+
+/** One `notifications/progress` of a call. */
+export interface Progress {
+  /** The server's progress value (it increases with each report). */
+  readonly progress: number
+  /** The total, when the server knows it. */
+  readonly total: number | undefined
+  /** What the server says it is doing (2025-03-26 on). */
+  readonly message: string | undefined
+  /** Since the call was sent. */
+  readonly elapsedMillis: number
 }
 
 /** A task's status while it is polled. */
@@ -165,6 +200,14 @@ interface Pending extends Deadlines.Node<Pending> {
   readonly late: ((answer: unknown) => void) | undefined
   /** Abandoned by its caller; kept only to catch a late answer. */
   orphaned: boolean
+  /** When it was sent (epoch millis; set for requests with a timeout). */
+  startedAt: number
+  /** A plain tools/call: told its progress. */
+  readonly onProgress: ((progress: Progress) => Effect.Effect<void>) | undefined
+  /** A plain tools/call: the longest it may run while progress restarts its timeout. */
+  readonly maxTotalMillis: number
+  /** Its deadline was moved by progress. */
+  extended: boolean
 }
 
 /**
@@ -181,6 +224,8 @@ class PendingEntry implements Pending {
   resume: Pending["resume"] = notWaiting
   orphaned = false
   deadline = 0
+  startedAt = 0
+  extended = false
   prev: Pending | undefined = undefined
   next: Pending | undefined = undefined
   list: Deadlines.List<Pending> | undefined = undefined
@@ -192,7 +237,9 @@ class PendingEntry implements Pending {
     readonly timeoutMillis: number,
     readonly toolName: string | undefined,
     readonly tool: McpTool.McpTool | undefined,
-    readonly late: ((answer: unknown) => void) | undefined
+    readonly late: ((answer: unknown) => void) | undefined,
+    readonly onProgress: ((progress: Progress) => Effect.Effect<void>) | undefined = undefined,
+    readonly maxTotalMillis: number = timeoutMillis
   ) {}
 }
 
@@ -202,6 +249,9 @@ const isObject = (u: unknown): u is JsonObject => typeof u === "object" && u !==
 
 /** The error code of "URL elicitation required" (2025-11-25). */
 export const URL_ELICITATION_REQUIRED = -32042
+
+/** How a server says a tool does not exist ("Unknown tool: x", "Tool x not found", …). */
+const SAYS_UNKNOWN = /\b(unknown|not found|no such|does not exist|doesn't exist|not exist)\b/i
 
 /** Reason sent in `notifications/cancelled` when the waiting fiber was interrupted by a stop. */
 export const STOP_REASON = "cancelled by the client"
@@ -215,9 +265,15 @@ export const TIMEOUT_REASON = "timeout"
 export const make = (options: Options = {}): Effect.Effect<Service, McpError.McpError, Transport | Scope.Scope> =>
   Effect.gen(function*() {
     const transport = yield* Transport
-    const server = transport.server
+    // The name in errors and log lines: the transport's, or (nameFromServerInfo) the server's own
+    // once initialize has answered; errors the transport raises after that are relabelled.
+    let server = transport.server
+    let renamed = false
+    const relabel = <E extends McpError.McpError>(error: E): E => renamed ? McpError.withServer(error, server) : error
     const callTimeoutMillis = Duration.toMillis(options.callTimeout ?? Protocol.DEFAULT_CALL_TIMEOUT_MILLIS)
     const lateGraceMillis = Duration.toMillis(options.taskHandleGrace ?? "10 seconds")
+    const resetOnProgress = options.resetTimeoutOnProgress ?? true
+    const maxTotalMillis = Duration.toMillis(options.maxTotalTimeout ?? Protocol.DEFAULT_MAX_TOTAL_TIMEOUT_MILLIS)
     const userDeadline = Duration.decode(options.userDeadline ?? "5 minutes")
     const elicitationHandler = Option.getOrUndefined(yield* Effect.serviceOption(Elicitation.ElicitationHandler))
     const taskTtlMillis = options.taskTtl === undefined ? undefined : Duration.toMillis(options.taskTtl)
@@ -288,8 +344,17 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       if (entry.orphaned) return settle(entry)
       // Taken before abandoning: a task call that times out keeps listening for its handle.
       const resume = entry.resume
+      // Progress kept it going until the longest total time: say that, not the timeout.
+      const total = entry.extended && entry.deadline >= entry.startedAt + entry.maxTotalMillis
       if (abandon(entry, TIMEOUT_REASON)) {
-        resume(Exit.fail(new McpError.McpTimeout({ server, method: entry.method, timeoutMillis: entry.timeoutMillis })))
+        resume(Exit.fail(
+          new McpError.McpTimeout({
+            server,
+            method: entry.method,
+            timeoutMillis: entry.timeoutMillis,
+            ...(total ? { totalMillis: entry.maxTotalMillis } : {})
+          })
+        ))
       }
     }
 
@@ -312,6 +377,32 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       Deferred.unsafeDone(wake, Exit.void)
     }
 
+    /**
+     * A `notifications/progress` for a pending plain `tools/call`: its timeout restarts, bounded by
+     * its longest total time, and its caller is told (the effect returned, run by the reader).
+     */
+    const onCallProgress = (entry: Pending, params: JsonObject): Effect.Effect<void> | undefined => {
+      if (typeof params.progress !== "number") return undefined
+      const now = clock.unsafeCurrentTimeMillis()
+      if (resetOnProgress && Deadlines.isLinked(entry) && !entry.orphaned) {
+        const cap = entry.startedAt + entry.maxTotalMillis
+        const until = Math.min(now + entry.timeoutMillis, cap)
+        if (until > entry.deadline) {
+          deadlines.remove(entry)
+          // A deadline short of the cap keeps to its timeout's list; the last one, at the cap, gets its own.
+          deadlines.add(now, until === cap ? cap - now : entry.timeoutMillis, entry)
+          entry.extended = true
+        }
+      }
+      if (entry.onProgress === undefined) return undefined
+      return entry.onProgress({
+        progress: params.progress,
+        total: typeof params.total === "number" ? params.total : undefined,
+        message: typeof params.message === "string" ? params.message : undefined,
+        elapsedMillis: now - entry.startedAt
+      })
+    }
+
     const timer = Effect.gen(function*() {
       while (true) {
         if (openElicitations > 0) {
@@ -331,17 +422,21 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     })
 
     const taskSignals = TaskPoller.makeStatusSignals()
+    /** Progress of task-augmented calls under way, by their progress token. */
+    const taskProgress = new Map<string, (params: JsonObject) => Effect.Effect<void> | undefined>()
+    let taskCallCount = 0
 
     const closedSignal = yield* Deferred.make<McpError.McpConnectionError>()
     const closeWith = (error: McpError.McpConnectionError) =>
       Effect.sync(() => {
         if (closed !== undefined) return
-        closed = error
-        Deferred.unsafeDone(closedSignal, Exit.succeed(error))
+        closed = relabel(error)
+        Deferred.unsafeDone(closedSignal, Exit.succeed(closed))
         const entries = pending.values()
         pending.clear()
         deadlines.clear()
-        for (const entry of entries) entry.resume(Exit.fail(error))
+        const reason = relabel(error)
+        for (const entry of entries) entry.resume(Exit.fail(reason))
         // Task pollers asleep between polls wake up and find the connection closed.
         taskSignals.notifyAll()
       })
@@ -356,10 +451,16 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       entry.resume = resume
       pending.add(entry)
       if (entry.timeoutMillis !== Infinity) {
-        deadlines.add(clock.unsafeCurrentTimeMillis(), entry.timeoutMillis, entry)
+        const now = clock.unsafeCurrentTimeMillis()
+        entry.startedAt = now
+        deadlines.add(now, entry.timeoutMillis, entry)
         if (entry.deadline < sleepingUntil) Deferred.unsafeDone(wake, Exit.void)
       }
-      const params = entry.params
+      // A plain tools/call holds its arguments here; its params are made now, with the request id
+      // as its progress token.
+      const params = entry.toolName === undefined
+        ? entry.params
+        : { name: entry.toolName, arguments: entry.params, _meta: { progressToken: entry.id } }
       entry.params = undefined
       transport.send(JsonRpc.request(entry.id, entry.method, params))
     }
@@ -615,6 +716,19 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
           if (typeof params.taskId === "string") taskSignals.notify(params.taskId)
           return PubSub.publish(notifications, message).pipe(Effect.asVoid)
         }
+        case "notifications/progress": {
+          const token = params.progressToken
+          const entry = typeof token === "number" ? pending.get(token) : undefined
+          const told = entry !== undefined && entry.toolName !== undefined
+            ? onCallProgress(entry, params)
+            : (typeof token === "string" ? taskProgress.get(token)?.(params) : undefined)
+          const published = PubSub.publish(notifications, message).pipe(Effect.asVoid)
+          if (told === undefined) return published
+          return Effect.zipRight(
+            Effect.catchAllCause(told, () => log("warning", "a progress handler failed; the call goes on")),
+            published
+          )
+        }
         case "notifications/cancelled": {
           const id = params.requestId
           if (typeof id !== "string" && typeof id !== "number") return Effect.void
@@ -725,7 +839,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
             const entry = pending.get(message.id)
             if (entry !== undefined) {
               settle(entry)
-              entry.resume(Exit.fail(message.error))
+              entry.resume(Exit.fail(relabel(message.error)))
             }
           } else {
             yield* route(message)
@@ -766,6 +880,11 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
         })
       }
       const version = result.protocolVersion
+      const info = isObject(result.serverInfo) ? result.serverInfo : {}
+      if (options.nameFromServerInfo === true && typeof info.name === "string" && info.name.trim().length > 0) {
+        server = info.name.trim()
+        renamed = server !== transport.server
+      }
       if (version !== Protocol.PROTOCOL_VERSION) {
         if (!Protocol.COMPATIBLE_VERSIONS.includes(version)) {
           return yield* new McpError.McpUnsupportedProtocolVersion({
@@ -781,7 +900,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       return {
         protocolVersion: version,
         capabilities: isObject(result.capabilities) ? result.capabilities : {},
-        serverInfo: isObject(result.serverInfo) ? result.serverInfo : {},
+        serverInfo: info,
         instructions: typeof result.instructions === "string" ? result.instructions : undefined
       } satisfies ServerIdentity
     }).pipe(Effect.withSpan("McpClient.initialize", { attributes: { "mcp.server": server, "mcp.method": "initialize" } }))
@@ -791,7 +910,9 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     // --- tasks -----------------------------------------------------------------------------
     const path = (root: unknown, ...keys: Array<string>): unknown =>
       keys.reduce<unknown>((node, key) => (isObject(node) ? node[key] : undefined), root)
-    const serverTaskCalls = isObject(path(identity.capabilities, "tasks", "requests", "tools", "call"))
+    // What the negotiated revision has (an older server is not expected to do what it lacks).
+    const features = Protocol.features(identity.protocolVersion)
+    const serverTaskCalls = features.tasks && isObject(path(identity.capabilities, "tasks", "requests", "tools", "call"))
     const serverTaskCancel = isObject(path(identity.capabilities, "tasks", "cancel"))
     const runtime = yield* Effect.runtime<never>()
 
@@ -813,12 +934,25 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       }
     }
 
-    const callAsTask = (name: string, args: JsonObject | undefined, options: RequestOptions | undefined) =>
-      Effect.gen(function*() {
+    const callAsTask = (name: string, args: JsonObject | undefined, options: RequestOptions | undefined) => {
+      // A task's progress token lives as long as the task (the spec): its own, not a request id.
+      const progressToken = `task-call-${taskCallCount++}`
+      return Effect.gen(function*() {
         const task = taskTtlMillis === undefined ? {} : { ttl: taskTtlMillis }
+        const onProgress = options?.onProgress
+        const sentAt = yield* Clock.currentTimeMillis
+        if (onProgress !== undefined) {
+          taskProgress.set(progressToken, (params) =>
+            typeof params.progress !== "number" ? undefined : onProgress({
+              progress: params.progress,
+              total: typeof params.total === "number" ? params.total : undefined,
+              message: typeof params.message === "string" ? params.message : undefined,
+              elapsedMillis: clock.unsafeCurrentTimeMillis() - sentAt
+            }))
+        }
         const answer = yield* send(
           "tools/call",
-          { name, arguments: args ?? {}, task },
+          { name, arguments: args ?? {}, task, _meta: { progressToken } },
           timeoutOf(options),
           false,
           cancelLate
@@ -828,32 +962,72 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
         // A server may answer a task-augmented call directly; that answer is the result.
         if (handle === undefined) return answer
         return yield* TaskPoller.poll(taskEngine, taskSignals, name, handle, startedAt, options?.onTaskStatus)
-      })
+      }).pipe(Effect.ensuring(Effect.sync(() => taskProgress.delete(progressToken))))
+    }
     yield* log("lifecycle", `connected: ${serverName}, protocol ${identity.protocolVersion}`)
 
     // --- tools/call ------------------------------------------------------------------------
+    /**
+     * The tool `name` from the list, after at most one refresh (none when the list was only now
+     * read): `undefined` when the server does not list it. It is called all the same (servers may
+     * hide tools); see `callUnlisted`.
+     */
     const findTool = (name: string) =>
       Effect.gen(function*() {
+        const wasListed = isFresh()
         yield* currentTools
         const tool = byName.get(name)
-        if (tool !== undefined) return tool
-        // Not seen yet: refresh once before giving up.
-        const fresh = yield* refreshTools
-        const again = byName.get(name)
-        if (again !== undefined) return again
-        return yield* new McpError.McpUnknownTool({ server, tool: name, available: fresh.tools.map((t) => t.name) })
+        if (tool !== undefined || !wasListed) return tool
+        // Not seen yet: refresh once.
+        yield* refreshTools
+        return byName.get(name)
       })
 
     // A server without tools/list (or one that fails it) is still called directly.
     const lookUpSlowly = (name: string): Effect.Effect<McpTool.McpTool | undefined, McpError.McpError> =>
       findTool(name).pipe(Effect.catchTag("McpRequestError", () => Effect.succeed(undefined)))
 
+    /** Tools the server did not list but answered (bounded by what the caller names: a set of strings). */
+    const answeredUnlisted = new Set<string>()
+
+    const unknownTool = (name: string) =>
+      new McpError.McpUnknownTool({ server, tool: name, available: latest === undefined ? [] : latest.tools.map((t) => t.name) })
+
+    /**
+     * A call of a tool the server did not list: sent as any call; the server's own "no such tool"
+     * — a JSON-RPC error -32602/-32601 that says so, or an `isError` result naming the tool and
+     * saying so — becomes `McpUnknownTool` with the names it lists. Any other answer is the answer.
+     */
+    const callUnlisted = (
+      interruptible: boolean,
+      name: string,
+      args: JsonObject | undefined,
+      options: RequestOptions | undefined
+    ): Effect.Effect<CallOutcome, McpError.McpError> =>
+      callPlain(interruptible, name, undefined, args, options).pipe(
+        Effect.catchTag("McpRequestError", (error): Effect.Effect<never, McpError.McpError> =>
+          Effect.fail(
+            (error.code === JsonRpc.ErrorCode.InvalidParams || error.code === JsonRpc.ErrorCode.MethodNotFound) &&
+              SAYS_UNKNOWN.test(error.reason)
+              ? unknownTool(name)
+              : error
+          )),
+        Effect.flatMap((outcome): Effect.Effect<CallOutcome, McpError.McpError> => {
+          if (outcome.result._tag === "Task" || !outcome.result.isError) return Effect.succeed(outcome)
+          const text = outcome.result._tag === "Json" ? JSON.stringify(outcome.result.value) ?? "" : outcome.result.text
+          return text.includes(name) && SAYS_UNKNOWN.test(text) ? Effect.fail(unknownTool(name)) : Effect.succeed(outcome)
+        }),
+        Effect.tap(() => {
+          answeredUnlisted.add(name)
+        })
+      )
+
     const finishCall = (name: string, tool: McpTool.McpTool | undefined, raw: unknown): Effect.Effect<CallOutcome> => {
       const wire = isObject(raw) ? raw : {}
       const { result, warnings } = CallResult.extract(wire)
       let problems: Array<string> | undefined
       if (warnings.length > 0) problems = warnings.map((warning) => `tool ${name}: ${warning}`)
-      if (tool?.outputSchema !== undefined && result._tag !== "Task" && !result.isError) {
+      if (tool?.outputSchema !== undefined && features.structuredContent && result._tag !== "Task" && !result.isError) {
         const structured = wire.structuredContent
         const problem = structured === undefined
           ? "declares an outputSchema but returned no structuredContent"
@@ -890,9 +1064,23 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       options: RequestOptions | undefined
     ): Effect.Effect<CallOutcome, McpError.McpError> => {
       // The check is compiled here, by the caller, so delivery only runs it.
-      if (tool?.outputSchema !== undefined) outputChecks(tool.outputSchema)
-      const params = { name, arguments: args ?? {} }
-      return awaitAnswer(interruptible, new PendingEntry("tools/call", params, true, timeoutOf(options), name, tool, undefined))
+      if (tool?.outputSchema !== undefined && features.structuredContent) outputChecks(tool.outputSchema)
+      const timeoutMillis = timeoutOf(options)
+      const maxTotal = options?.maxTotalTimeout === undefined ? maxTotalMillis : Duration.toMillis(options.maxTotalTimeout)
+      return awaitAnswer(
+        interruptible,
+        new PendingEntry(
+          "tools/call",
+          args ?? {},
+          true,
+          timeoutMillis,
+          name,
+          tool,
+          undefined,
+          options?.onProgress,
+          Math.max(maxTotal, timeoutMillis)
+        )
+      )
     }
 
     const callWith = (
@@ -918,10 +1106,17 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     ): Effect.Effect<CallOutcome, McpError.McpError> => {
       const known = isFresh() ? byName.get(name) : undefined
       if (known !== undefined) return callWith(interruptible, name, known, args, options)
+      // A hidden tool that answered before is called again without a refresh.
+      if (answeredUnlisted.has(name) && isFresh() && latest !== undefined) {
+        return callUnlisted(interruptible, name, args, options)
+      }
       return Effect.flatMap(lookUpSlowly(name), (tool) =>
-        Effect.withFiberRuntime((_, status) =>
-          callWith(RuntimeFlags.interruption(status.runtimeFlags), name, tool, args, options)
-        ))
+        Effect.withFiberRuntime((_, status) => {
+          const interruptible = RuntimeFlags.interruption(status.runtimeFlags)
+          // Listed, or no list to judge by (the server failed tools/list): called as usual.
+          if (tool !== undefined || latest === undefined) return callWith(interruptible, name, tool, args, options)
+          return callUnlisted(interruptible, name, args, options)
+        }))
     }
 
     // The hot path of the library. A known tool without task support is one fiber step here (it

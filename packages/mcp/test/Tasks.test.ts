@@ -70,7 +70,13 @@ describe("task-augmented tools/call", () => {
       const { call, peer, request } = yield* startCall(TASKS, [tool("long", "optional")], "long", {
         taskTtl: "60 seconds"
       })
-      deepStrictEqual(request.params, { name: "long", arguments: { q: 1 }, task: { ttl: 60000 } })
+      // A task's progress token is its own (it outlives the request), not the request id.
+      deepStrictEqual(request.params, {
+        name: "long",
+        arguments: { q: 1 },
+        task: { ttl: 60000 },
+        _meta: { progressToken: "task-call-0" }
+      })
       yield* peer.push(JsonRpc.success(request.id, { task: task("t1", "completed") }))
       const result = yield* Memory.expectRequest(peer, "tasks/result")
       deepStrictEqual(result.params, { taskId: "t1" })
@@ -83,7 +89,7 @@ describe("task-augmented tools/call", () => {
   it.scoped("an optional tool on a server without task calls is called plainly", () =>
     Effect.gen(function*() {
       const { call, peer, request } = yield* startCall({ tools: {} }, [tool("long", "optional")], "long")
-      deepStrictEqual(request.params, { name: "long", arguments: { q: 1 } })
+      deepStrictEqual(request.params, { name: "long", arguments: { q: 1 }, _meta: { progressToken: request.id } })
       yield* peer.push(JsonRpc.success(request.id, text("plain")))
       const outcome = yield* Fiber.join(call)
       deepStrictEqual(outcome.result._tag === "Text" && outcome.result.text, "plain")

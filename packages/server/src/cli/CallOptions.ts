@@ -14,7 +14,7 @@ import type * as Scope from "effect/Scope"
 import * as Fs from "node:fs"
 import { UsageError } from "./CliError.js"
 import * as Elicit from "./Elicit.js"
-import * as TaskProgress from "./TaskProgress.js"
+import * as Progress from "./Progress.js"
 
 /** The options (spread them into a command's config). */
 export const options = {
@@ -108,13 +108,14 @@ export const parse = (given: Given): Effect.Effect<Parsed, UsageError, Scope.Sco
 
 /**
  * What the call shows on stderr while it runs, and the `callTool` options that feed it: the one
- * seam for progress displays (task status now; `notifications/progress` goes here too).
+ * seam for progress displays (`notifications/progress` and task status, `Progress.ts`).
  */
 export const display = (parsed: Parsed) => {
-  const tasks = TaskProgress.make(process.stderr)
+  const shown = Progress.make(process.stderr)
   const callOptions: McpClient.RequestOptions = {
     ...(Option.isSome(parsed.timeout) ? { timeout: parsed.timeout.value } : {}),
-    onTaskStatus: tasks.report
+    onTaskStatus: shown.onTaskStatus,
+    onProgress: shown.onProgress
   }
-  return { callOptions, done: tasks.done }
+  return { callOptions, done: shown.done }
 }

@@ -49,7 +49,13 @@ export const clientLayer = (target: Http) =>
   Effect.gen(function*() {
     const commandLine = yield* ServerCommandLine
     const settings = yield* Settings.Settings
-    const clientOptions: McpClient.Options = { callTimeout: settings.callTimeout, startTimeout: settings.startTimeout }
+    // Errors name the server by its serverInfo.name once initialize answered; before that by its
+    // URL's host, or its executable's basename and first argument (`npx @scope/server-x`).
+    const clientOptions: McpClient.Options = {
+      callTimeout: settings.callTimeout,
+      startTimeout: settings.startTimeout,
+      nameFromServerInfo: true
+    }
     if (Option.isSome(target.http)) {
       if (commandLine.length > 0) {
         return yield* new UsageError({ message: "give either --http URL or `-- CMD`, not both" })
@@ -79,5 +85,6 @@ export const clientLayer = (target: Http) =>
           "e.g. `skald tools -- node server.js`"
       })
     }
-    return StdioTransport.layerClient({ server: Path.basename(command), command, args }, clientOptions)
+    const name = args[0] === undefined ? Path.basename(command) : `${Path.basename(command)} ${args[0]}`
+    return StdioTransport.layerClient({ server: name, command, args }, clientOptions)
   })

@@ -61,6 +61,8 @@ export interface Options extends Connector.Options {
   readonly restartMax?: Duration.DurationInput | undefined
   /** A connection that lasted this long resets the backoff (default 60 s). */
   readonly stableAfter?: Duration.DurationInput | undefined
+  /** The host's HTTP address (`http://127.0.0.1:8787`), when it serves media: links become absolute. */
+  readonly mediaBaseUrl?: string | undefined
 }
 
 /** A tool of a connected server, with its `mcp__<server>__<tool>` name. */
@@ -352,7 +354,7 @@ export const make = (
         const running = (yield* Ref.get(connections)).get(parsed.value.server)
         if (running === undefined) return yield* Effect.flatMap(notConnected(parsed.value.server), Effect.fail)
         const outcome = yield* running.client.callTool(parsed.value.tool, args, callOptions)
-        return yield* ToolResults.fromCallResult(outcome.result, paths.mediaDir)
+        return yield* ToolResults.fromCallResult(outcome.result, paths.mediaDir, options.mediaBaseUrl)
       }).pipe(Effect.withSpan("McpManager.call", { attributes: { "mcp.tool": qualifiedName } }))
 
     const afterWrite = (name: string, force: boolean) => reconcileNow(force ? new Set([name]) : new Set())

@@ -143,6 +143,37 @@ describe("links planted in the media folder", () => {
     }
   }, 120_000)
 
+  it("in the log folder and the secret store are not followed either: the host keeps its database", async () => {
+    const home = makeHome()
+    const host = await startServe(home)
+    try {
+      await until("the demo connected", () => list(home), connected("demo"))
+      const db = Path.join(home, "data", "skald.db")
+      Fs.mkdirSync(Path.join(home, "logs", "mcp"), { recursive: true })
+      Fs.symlinkSync("../../data/skald.db", Path.join(home, "logs", "mcp", "echo.log"))
+      Fs.mkdirSync(Path.join(home, "secrets", "vars"), { recursive: true })
+      Fs.symlinkSync("../../data/skald.db", Path.join(home, "secrets", "vars", "DB_LINK"))
+      const echo = fixture("echo")
+      // A server whose env names the planted secret: the host reads it when it starts the server.
+      const leaky = await run(home, ["mcp", "add", "leaky", "--env", "TOKEN=${DB_LINK}", "--", echo.command, ...echo.args])
+      assert.strictEqual(leaky.status, 0, leaky.stderr)
+      await until("the host to try the leaky server", () => list(home), (l) =>
+        typeof l !== "string" && l.some((s) => s.name === "leaky" && s.state === "failed"))
+      // A server whose log file is the planted link: the host writes its lifecycle lines there.
+      const added = await run(home, ["mcp", "add", "echo", "--", echo.command, ...echo.args])
+      assert.strictEqual(added.status, 0, added.stderr)
+      await until("the host to connect the added server", () => list(home), connected("echo"))
+      const removed = await run(home, ["mcp", "rm", "leaky"])
+      assert.strictEqual(removed.status, 0, removed.stderr)
+      await until("the host to drop the removed server", () => list(home), (l) =>
+        typeof l !== "string" && !l.some((s) => s.name === "leaky") && l.some((s) => s.name === "echo"))
+      assert.isTrue(Fs.existsSync(`${db}-wal`), "the WAL is still there")
+      assert.notInclude(Fs.readFileSync(db).toString("latin1"), "[lifecycle]", "no log line went into the database")
+    } finally {
+      await stopProcess(host.child)
+    }
+  }, 120_000)
+
   it.scopedLive("a media folder that is itself a link is not served from", () =>
     Effect.gen(function*() {
       const home = makeHome()

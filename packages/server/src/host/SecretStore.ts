@@ -100,7 +100,13 @@ export class SecretStore extends Effect.Service<SecretStore>()("@skald/server/Se
       const file = Path.join(dir, name)
       return yield* io("read", file, () => {
         try {
-          return Option.some(Redacted.make(Fs.readFileSync(file, "utf8")))
+          // O_NOFOLLOW: never through a link planted in the store (docs/manager.md: the database rule).
+          const fd = Fs.openSync(file, Fs.constants.O_RDONLY | Fs.constants.O_NOFOLLOW)
+          try {
+            return Option.some(Redacted.make(Fs.readFileSync(fd, "utf8")))
+          } finally {
+            Fs.closeSync(fd)
+          }
         } catch (error) {
           if ((error as NodeJS.ErrnoException).code === "ENOENT") return Option.none<Redacted.Redacted<string>>()
           throw error

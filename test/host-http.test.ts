@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { HttpEndpoints, McpManager, Paths } from "@skald/server"
-import { Context, Deferred, Effect, Layer } from "effect"
+import { Context, Deferred, Effect, Layer, Logger } from "effect"
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
@@ -80,12 +80,15 @@ const connected = (name: string) => (l: Array<Summary> | string) =>
   typeof l !== "string" && l.some((s) => s.name === name && s.state === "connected")
 
 /** The endpoint over the paths of `home`, with `limits`; gives its URL. */
-const endpoint = (paths: Paths.Service, limits: Partial<HttpEndpoints.ListenOptions> = {}) =>
+const endpoint = (paths: Paths.Service, limits: Partial<HttpEndpoints.ListenOptions> = {}, logs?: Array<string>) =>
   Effect.gen(function*() {
     const listening = yield* Deferred.make<string>()
+    const logger = logs === undefined
+      ? Layer.empty
+      : Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => void logs.push(String(message))))
     yield* Layer.launch(
       HttpEndpoints.layer({ host: "127.0.0.1", port: 0, ...limits }, (url) => Deferred.succeed(listening, url))
-    ).pipe(Effect.provideService(Paths.Paths, paths), Effect.forkScoped)
+    ).pipe(Effect.provideService(Paths.Paths, paths), Effect.provide(logger), Effect.forkScoped)
     return yield* Deferred.await(listening)
   })
 
@@ -363,10 +366,13 @@ describe("the server's limits", () => {
       const paths = Paths.make({ home: makeHome() })
       Fs.mkdirSync(paths.mediaDir, { recursive: true })
       Fs.writeFileSync(Path.join(paths.mediaDir, "a.txt"), "hello")
-      const base = yield* endpoint(paths, { maxConnections: 20, headersTimeout: "60 seconds" })
+      const logs: Array<string> = []
+      const base = yield* endpoint(paths, { maxConnections: 20, headersTimeout: "60 seconds" }, logs)
       const held = yield* Effect.promise(() => openSockets(base, 20, ""))
       const over = yield* Effect.promise(() => send(base, "/api/mcp-media/a.txt").then((a) => `answered ${a.status}`, (e: Error) => e.message))
       assert.match(over, /ECONNRESET|socket hang up/)
+      yield* Effect.promise(() => until("the refusal to be logged", async () => logs, (l) => l.length > 0, 10_000))
+      assert.match(logs.join("\n"), /the HTTP endpoint refused \d+ connection\(s\): 20 were open at once \(the cap\)/)
       for (const s of held) s.socket.destroy()
       const ok = yield* Effect.promise(() =>
         until("the endpoint to answer again", () => send(base, "/api/mcp-media/a.txt").then((a) => a.status, () => 0), (s) => s === 200)

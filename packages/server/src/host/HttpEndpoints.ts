@@ -33,10 +33,12 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { MediaType } from "@skald/domain"
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
@@ -262,8 +264,14 @@ export const isLoopback = (host: string): boolean =>
 const millis = (input: Duration.DurationInput | undefined, fallback: Duration.DurationInput) =>
   Math.max(1, Math.round(Duration.toMillis(Duration.decode(input ?? fallback))))
 
-/** A Node HTTP server with the limits of `options`. */
-const createServer = (options: ListenOptions) => () => {
+/** How often at most a warning says connections over the cap were refused. */
+const DROP_WARNING_EVERY_MS = 10_000
+
+/**
+ * A Node HTTP server with the limits of `options`; connections refused over the cap are counted
+ * and reported by `warn` (at most every 10 s, by `Clock`).
+ */
+const createServer = (options: ListenOptions, warn: (effect: Effect.Effect<void>) => void) => () => {
   const headersTimeout = millis(options.headersTimeout, "10 seconds")
   const requestTimeout = Math.max(headersTimeout, millis(options.requestTimeout, "30 seconds"))
   const server = Http.createServer({
@@ -274,7 +282,21 @@ const createServer = (options: ListenOptions) => () => {
     // slow connection live that much longer).
     connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(headersTimeout / 4)))
   })
-  server.maxConnections = options.maxConnections ?? 512
+  const cap = options.maxConnections ?? 512
+  server.maxConnections = cap
+  let dropped = 0
+  let warnedAt: number | undefined
+  server.on("drop", () => {
+    dropped++
+    warn(Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      if (dropped === 0 || (warnedAt !== undefined && now - warnedAt < DROP_WARNING_EVERY_MS)) return
+      warnedAt = now
+      const n = dropped
+      dropped = 0
+      yield* Effect.logWarning(`the HTTP endpoint refused ${n} connection(s): ${cap} were open at once (the cap)`)
+    }))
+  })
   return server
 }
 
@@ -305,13 +327,14 @@ export const layer = (
   isLoopback(options.host)
     ? Layer.unwrapEffect(Effect.gen(function*() {
       const paths = yield* Paths
+      const runFork = Runtime.runFork(yield* Effect.runtime<never>())
       const listening = HttpServer.addressWith((address) =>
         onListening(address._tag === "TcpAddress" ? `http://${formatAddress(address.hostname, address.port)}` : address.path)
       )
       return serve(router.pipe(Effect.provideService(Paths, paths)), options.host).pipe(
         Layer.merge(Layer.effectDiscard(listening)),
         Layer.provide(
-          NodeHttpServer.layer(createServer(options), { host: options.host, port: options.port }).pipe(
+          NodeHttpServer.layer(createServer(options, (effect) => void runFork(effect)), { host: options.host, port: options.port }).pipe(
             Layer.catchAll((error: HttpServerError.ServeError) =>
               Layer.fail(new ListenFailed({ host: options.host, port: options.port, ...causeCode(error.cause) }))
             )

@@ -91,8 +91,8 @@ const fsCall = <A>(f: () => Promise<A>) => Effect.option(Effect.tryPromise(f))
  * the open (so a link to another file is never opened) and again on the opened handle (so a
  * file swapped in between is not served).
  */
-const openMedia = (mediaDir: string, name: string) =>
-  Effect.gen(function*() {
+const openMedia = Effect.fn("HttpEndpoints.openMedia")(
+  function*(mediaDir: string, name: string) {
     const dir = yield* fsCall(() => Fs.promises.lstat(mediaDir))
     if (Option.isNone(dir)) return Option.none()
     if (!dir.value.isDirectory()) return yield* refuse(name, `the media folder ${mediaDir} is not a plain directory (a link?)`)
@@ -120,7 +120,8 @@ const openMedia = (mediaDir: string, name: string) =>
       stat.value.dev !== before.value.dev
     ) return yield* refuse(name, "it changed while being opened")
     return Option.some({ handle: handle.value, size: stat.value.size })
-  })
+  }
+)
 
 const media = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest

@@ -9,6 +9,7 @@
  * @since 0.1.0
  */
 import { Command, Options } from "@effect/cli"
+import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -19,7 +20,6 @@ import * as FirstRun from "../host/FirstRun.js"
 import * as HttpEndpoints from "../host/HttpEndpoints.js"
 import * as McpManager from "../host/McpManager.js"
 import { Paths } from "../host/Paths.js"
-import * as CliError from "./CliError.js"
 import * as Host from "./Host.js"
 import { reportFailures, stderr } from "./Io.js"
 import * as Settings from "./Settings.js"
@@ -28,6 +28,9 @@ const verbose = Options.boolean("verbose").pipe(
   Options.withAlias("v"),
   Options.withDescription("Show the debug stream on stderr: servers' stderr and log records, lifecycle, reconciliation.")
 )
+
+/** The host could not listen; the message adds the settings that change the address. */
+class CannotListen extends Data.TaggedError("CannotListen")<{ readonly message: string }> {}
 
 /** `skald serve`. */
 export const command = Command.make("serve", { home: Host.home, verbose }, ({ home, verbose }) =>
@@ -52,7 +55,7 @@ export const command = Command.make("serve", { home: Host.home, verbose }, ({ ho
       Layer.catchAll((error) =>
         Layer.fail(
           error._tag === "ListenFailed"
-            ? new CliError.UsageError({
+            ? new CannotListen({
               message: `${error.message}; set SKALD_PORT (0 picks a free port) or SKALD_HOST to listen elsewhere`
             })
             : error

@@ -156,12 +156,17 @@ describe("links planted in the media folder", () => {
       Fs.symlinkSync("../../data/skald.db", Path.join(home, "logs", "mcp", "echo.log"))
       Fs.mkdirSync(Path.join(home, "secrets", "vars"), { recursive: true })
       Fs.symlinkSync("../../data/skald.db", Path.join(home, "secrets", "vars", "DB_LINK"))
+      Fs.linkSync(db, Path.join(home, "secrets", "vars", "DB_HARD"))
+      Fs.linkSync(db, Path.join(home, "logs", "mcp", "hard.log"))
       const echo = fixture("echo")
-      // A server whose env names the planted secret: the host reads it when it starts the server.
-      const leaky = await run(home, ["mcp", "add", "leaky", "--env", "TOKEN=${DB_LINK}", "--", echo.command, ...echo.args])
-      assert.strictEqual(leaky.status, 0, leaky.stderr)
-      await until("the host to try the leaky server", () => list(home), (l) =>
-        typeof l !== "string" && l.some((s) => s.name === "leaky" && s.state === "failed"))
+      // Servers whose env names a planted secret: the host reads it when it starts the server (and
+      // writes a lifecycle line to the log of the second, a hard link).
+      for (const [name, secret] of [["leaky", "DB_LINK"], ["hard", "DB_HARD"]] as const) {
+        const leaky = await run(home, ["mcp", "add", name, "--env", `TOKEN=\${${secret}}`, "--", echo.command, ...echo.args])
+        assert.strictEqual(leaky.status, 0, leaky.stderr)
+        await until(`the host to try ${name}`, () => list(home), (l) =>
+          typeof l !== "string" && l.some((s) => s.name === name && s.state === "failed"))
+      }
       // A server whose log file is the planted link: the host writes its lifecycle lines there.
       const added = await run(home, ["mcp", "add", "echo", "--", echo.command, ...echo.args])
       assert.strictEqual(added.status, 0, added.stderr)
@@ -170,6 +175,8 @@ describe("links planted in the media folder", () => {
       assert.strictEqual(removed.status, 0, removed.stderr)
       await until("the host to drop the removed server", () => list(home), (l) =>
         typeof l !== "string" && !l.some((s) => s.name === "leaky") && l.some((s) => s.name === "echo"))
+      const failed = await list(home)
+      assert.match(typeof failed === "string" ? failed : JSON.stringify(failed.find((s) => s.name === "hard")), /DB_HARD/)
       assert.isTrue(Fs.existsSync(`${db}-wal`), "the WAL is still there")
       assert.notInclude(Fs.readFileSync(db).toString("latin1"), "[lifecycle]", "no log line went into the database")
     } finally {

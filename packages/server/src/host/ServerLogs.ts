@@ -65,7 +65,9 @@ export class ServerLogs extends Effect.Service<ServerLogs>()("@skald/server/Serv
     const append = (file: string, text: string, bytes: number) =>
       Effect.tryPromise(async () => {
         await Fs.promises.mkdir(Path.dirname(file), { recursive: true })
-        // O_NOFOLLOW: never through a link planted in the log folder (docs/manager.md: the database rule).
+        // Never through a link planted in the log folder, symbolic or hard (docs/manager.md: the database rule).
+        const stat = await Fs.promises.lstat(file).catch(() => undefined)
+        if (stat !== undefined && (!stat.isFile() || stat.nlink !== 1)) throw new Error(`${file} is not a plain file (a link?)`)
         const flag = Fs.constants.O_WRONLY | Fs.constants.O_APPEND | Fs.constants.O_CREAT | Fs.constants.O_NOFOLLOW
         await Fs.promises.appendFile(file, text, { flag })
         sizes.set(file, (sizes.get(file) ?? 0) + bytes)

@@ -3,10 +3,14 @@
  * the HTTP endpoints (media files), registers the demo server on the very first run, and runs
  * until interrupted (Ctrl-C or SIGTERM), stopping every server on the way out. The console
  * stays quiet (warnings and worse); `--verbose` shows the debug stream, servers' stderr included.
+ * The HTTP endpoint listens before any server starts; when it cannot (the port is taken), `serve`
+ * exits 2 with one line naming the address and the settings that change it.
  *
  * @since 0.1.0
  */
 import { Command, Options } from "@effect/cli"
+import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -26,6 +30,9 @@ const verbose = Options.boolean("verbose").pipe(
   Options.withDescription("Show the debug stream on stderr: servers' stderr and log records, lifecycle, reconciliation.")
 )
 
+/** The host could not listen; the message adds the settings that change the address. */
+class CannotListen extends Data.TaggedError("CannotListen")<{ readonly message: string }> {}
+
 /** `skald serve`. */
 export const command = Command.make("serve", { home: Host.home, verbose }, ({ home, verbose }) =>
   Effect.gen(function*() {
@@ -38,17 +45,33 @@ export const command = Command.make("serve", { home: Host.home, verbose }, ({ ho
           ? stderr(`skald: first run — registered the offline demo server '${registered.value}' (skald mcp rm ${registered.value} removes it)`)
           : Effect.void)
     )
-    const manager = McpManager.layer(options).pipe(Layer.provide(firstRun))
+    // The HTTP endpoint listens first: a taken port stops `serve` before any server starts, and
+    // the manager learns the address its media links point to.
+    const listening = yield* Deferred.make<string>()
     const http = HttpEndpoints.layer(
       { host: settings.host, port: settings.port },
-      (url) => stderr(`skald: HTTP endpoints on ${url} (media under /api/mcp-media/)`)
+      (url) =>
+        Effect.zipRight(Deferred.succeed(listening, url), stderr(`skald: HTTP endpoints on ${url} (media under /api/mcp-media/)`))
+    ).pipe(
+      Layer.catchAll((error) =>
+        Layer.fail(
+          error._tag === "ListenFailed"
+            ? new CannotListen({
+              message: `${error.message}; set SKALD_PORT (0 picks a free port) or SKALD_HOST to listen elsewhere`
+            })
+            : error
+        )
+      )
     )
+    const manager = Layer.unwrapEffect(
+      Effect.map(Deferred.await(listening), (url) => McpManager.layer({ ...options, mediaBaseUrl: url }))
+    ).pipe(Layer.provide(firstRun), Layer.provide(http))
     yield* Effect.gen(function*() {
       const paths = yield* Paths
       yield* stderr(`skald: serving MCP servers from ${paths.database} (pid ${process.pid}); Ctrl-C stops`)
       return yield* Effect.never
     }).pipe(
-      Effect.provide(Layer.mergeAll(manager, http).pipe(Layer.provideMerge(services))),
+      Effect.provide(manager.pipe(Layer.provideMerge(services))),
       verbose ? Logger.withMinimumLogLevel(LogLevel.Debug) : (e) => e
     )
   }).pipe(reportFailures)).pipe(

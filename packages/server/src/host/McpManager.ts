@@ -67,6 +67,8 @@ export interface Options extends Connector.Options {
   readonly stableAfter?: Duration.DurationInput | undefined
   /** How long a previous host's leftover process group gets after SIGTERM before SIGKILL (default 2 s). */
   readonly orphanGrace?: Duration.DurationInput | undefined
+  /** The host's HTTP address (`http://127.0.0.1:8787`), when it serves media: links become absolute. */
+  readonly mediaBaseUrl?: string | undefined
 }
 
 /** A tool of a connected server, with its `mcp__<server>__<tool>` name. */
@@ -446,7 +448,7 @@ export const make = (
         const outcome = yield* running.client.callTool(parsed.value.tool, args, callOptions).pipe(
           Effect.mapError((error) => Redactor.redactFields(running.redactor, error))
         )
-        return yield* ToolResults.fromCallResult(outcome.result, paths.mediaDir)
+        return yield* ToolResults.fromCallResult(outcome.result, paths.mediaDir, options.mediaBaseUrl)
       }).pipe(Effect.withSpan("McpManager.call", { attributes: { "mcp.tool": qualifiedName } }))
 
     const afterWrite = (name: string, force: boolean) => reconcileNow(force ? new Set([name]) : new Set())

@@ -181,7 +181,16 @@ export class SecretStore extends Effect.Service<SecretStore>()("@skald/server/Se
       const file = Path.join(dir, name)
       return yield* io("read", file, () => {
         try {
-          return Option.some(Redacted.make(Fs.readFileSync(file, "utf8")))
+          // Never through a link planted in the store, symbolic or hard (docs/manager.md: the database rule).
+          const stat = Fs.lstatSync(file, { throwIfNoEntry: false })
+          if (stat === undefined) return Option.none<Redacted.Redacted<string>>()
+          if (!stat.isFile() || stat.nlink !== 1) throw new Error("it is not a plain file (a link?)")
+          const fd = Fs.openSync(file, Fs.constants.O_RDONLY | Fs.constants.O_NOFOLLOW | Fs.constants.O_NONBLOCK)
+          try {
+            return Option.some(Redacted.make(Fs.readFileSync(fd, "utf8")))
+          } finally {
+            Fs.closeSync(fd)
+          }
         } catch (error) {
           if ((error as NodeJS.ErrnoException).code === "ENOENT") return Option.none<Redacted.Redacted<string>>()
           throw error

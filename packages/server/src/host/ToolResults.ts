@@ -3,7 +3,8 @@
  * (`ToolResult`): Text stays text, Json stays JSON, a task outcome becomes JSON, and media are
  * written to `data/mcp_media/<id>.<ext>` and referenced by URL in markdown (the seed's *Media
  * tool results*): `![image](/api/mcp-media/<id>.png) (image/png, 412 KB)`, `[audio](…)`,
- * `[file](…)`; resource links become `[<mime>](<uri>)`.
+ * `[file](…)`; resource links become `[<mime>](<uri>)`. When the host's address is known (the
+ * manager inside `skald serve`), the links are absolute: `http://127.0.0.1:8787/api/mcp-media/…`.
  *
  * @since 0.1.0
  */
@@ -28,17 +29,22 @@ const save = (mediaDir: string, item: McpCallResult.McpInlineMedia) =>
       // Private: the folder 0700, each file 0600.
       Fs.mkdirSync(mediaDir, { recursive: true, mode: 0o700 })
       const file = `${Crypto.randomUUID()}.${MediaType.extensionFor(item.mimeType)}`
-      Fs.writeFileSync(Path.join(mediaDir, file), item.data, { mode: 0o600 })
+      // "wx": a new file, never through a link planted under that name; 0600: results may be private.
+      Fs.writeFileSync(Path.join(mediaDir, file), item.data, { flag: "wx", mode: 0o600 })
       return file
     },
     catch: (cause) =>
       new MediaWriteError({ message: `could not save a media result under ${mediaDir}: ${(cause as Error).message}` })
   })
 
-/** Converts a call's result, saving media under `mediaDir`. */
+/**
+ * Converts a call's result, saving media under `mediaDir`; links start with `baseUrl`
+ * (`http://127.0.0.1:8787`) when given, else they are the bare `/api/mcp-media/…` path.
+ */
 export const fromCallResult = (
   result: McpCallResult.McpCallResult,
-  mediaDir: string
+  mediaDir: string,
+  baseUrl?: string | undefined
 ): Effect.Effect<ToolResult.ToolResult, MediaWriteError> =>
   Effect.gen(function*() {
     switch (result._tag) {
@@ -64,7 +70,7 @@ export const fromCallResult = (
             continue
           }
           const file = yield* save(mediaDir, item)
-          const url = `${MEDIA_URL_PREFIX}${file}`
+          const url = `${baseUrl?.replace(/\/+$/, "") ?? ""}${MEDIA_URL_PREFIX}${file}`
           const link = item.kind === "image" ? `![image](${url})` : item.kind === "audio" ? `[audio](${url})` : `[file](${url})`
           lines.push(`${link} (${item.mimeType}, ${MediaType.formatSize(item.data.length)})`)
         }

@@ -156,7 +156,7 @@ describe("skald CLI conventions", () => {
         "_skald_completions",
         "printf '%s\\n' \"${COMPREPLY[@]}\""
       ].join("\n")], { encoding: "utf8" }).trim().split("\n").filter((l) => l.length > 0).sort()
-    assert.deepStrictEqual(complete(["skald", "mcp", ""]), ["--help", "--log-level", "add", "call", "disable", "enable", "import", "list", "logs", "rm", "show", "tools"])
+    assert.deepStrictEqual(complete(["skald", "mcp", ""]), ["--help", "--log-level", "add", "call", "disable", "enable", "import", "list", "logs", "restart", "rm", "show", "tools"])
     assert.includeMembers(complete(["skald", ""]), ["tools", "call", "mcp", "secret", "serve", "events"])
     assert.notInclude(complete(["skald", ""]), "add")
     assert.deepStrictEqual(complete(["skald", "mcp", "sh"]), ["show"])

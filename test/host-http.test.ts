@@ -14,7 +14,7 @@ import * as Path from "node:path"
 import { runSkald, startServe, stopProcess } from "./cli-support.js"
 import { fixture, repoRoot } from "./fixtures/fixtures.js"
 import { HTML, SVG } from "./fixtures/active-media.js"
-import { commandEntry, fastOptions, fixtureEntry, makeHome, servicesLayer, startManager, waitForState } from "./host-support.js"
+import { commandEntry, fastOptions, fixtureEntry, makeHome, servicesLayer, startManager, waitForState, until } from "./host-support.js"
 
 interface Answer {
   readonly status: number
@@ -53,17 +53,6 @@ const rawExchange = (base: string, text: string): Promise<string> =>
     socket.on("error", reject)
   })
 
-/** Polls `get` every 150 ms until `ok`; throws after `within` ms (a bound against a hang, not a measurement). */
-const until = async <A>(what: string, get: () => Promise<A>, ok: (a: A) => boolean, within = 30_000): Promise<A> => {
-  const deadline = Date.now() + within
-  let last: A = await get()
-  while (!ok(last)) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}: ${JSON.stringify(last)}`)
-    await new Promise((r) => setTimeout(r, 150))
-    last = await get()
-  }
-  return last
-}
 
 const run = (home: string, args: ReadonlyArray<string>) => runSkald(args, { env: { SKALD_HOME: home } })
 

@@ -11,7 +11,7 @@ import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Path from "node:path"
 import { fixture } from "./fixtures/fixtures.js"
-import { fixtureEntry, makeHome, servicesLayer, startManager, waitForState } from "./host-support.js"
+import { fixtureEntry, makeHome, servicesLayer, startManager, waitForState, until } from "./host-support.js"
 import { isAlive } from "./support.js"
 
 /** A GET with the path sent exactly as given (no normalization of `..` or percent-escapes). */
@@ -187,16 +187,6 @@ describe("skald mcp import", () => {
     }))
 })
 
-const until = async <A>(what: string, get: () => Promise<A>, ok: (a: A) => boolean, within = 60_000): Promise<A> => {
-  const deadline = Date.now() + within
-  let last: A = await get()
-  while (!ok(last)) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}: ${JSON.stringify(last)}`)
-    await new Promise((r) => setTimeout(r, 150))
-    last = await get()
-  }
-  return last
-}
 
 interface Summary {
   readonly name: string

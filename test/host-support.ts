@@ -100,4 +100,16 @@ export const filesUnder = (dir: string, exclude: ReadonlyArray<string> = []): Ar
   return out
 }
 
+/** Polls `get` every 150 ms until `ok`; throws after `within` ms (a bound against a hang, not a measurement). */
+export const until = async <A>(what: string, get: () => Promise<A>, ok: (a: A) => boolean, within = 60_000): Promise<A> => {
+  const deadline = Date.now() + within
+  let last: A = await get()
+  while (!ok(last)) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}: ${JSON.stringify(last)}`)
+    await new Promise((r) => setTimeout(r, 150))
+    last = await get()
+  }
+  return last
+}
+
 export type { Scope }

@@ -4,13 +4,14 @@
  * tsc output otherwise; the command tree loads none of the handlers' dependencies.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { execFile } from "node:child_process"
+import { execFile, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { root, runScript, runSkald, skald } from "./cli-support.js"
 
 const server = Path.join(root, "packages/server")
+const everything = ["node", Path.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "stdio"]
 const tscMain = Path.join(server, "dist/cli/main.js")
 const bundleDir = Path.join(server, "dist/bundle")
 
@@ -167,5 +168,36 @@ describe("skald start-up", () => {
     // The host commands do open the database.
     const host = staticClosure(outputFor(/packages\/server\/dist\/cli\/McpHandlers\.js$/))
     assert.isTrue(host.some((i) => i === "external:better-sqlite3" || /sql-sqlite-node/.test(i)))
+  })
+
+  /** Runs `skald call TOOL --OPTION @- -- everything`, writing `input` on its stdin 1.5 s after start. */
+  const callWithLateStdin = async (tool: string, option: string, input: string) => {
+    const child = spawn(process.execPath, [skald, "call", tool, `--${option}`, "@-", "--", ...everything], {
+      cwd: root,
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (d) => (stdout += String(d)))
+    child.stderr.on("data", (d) => (stderr += String(d)))
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+    // The input comes a while after start-up, as from a slow pipe; stdin stays open until then.
+    const early = await Promise.race([exited.then(() => "exited" as const), new Promise<"waiting">((r) => setTimeout(() => r("waiting"), 1500))])
+    assert.strictEqual(early, "waiting", stderr)
+    child.stdin.write(input)
+    child.stdin.end()
+    return { status: await exited, stdout, stderr }
+  }
+
+  it("--elicit @- waits for an answer that arrives after skald started (a fast start reaches the read first)", async () => {
+    const r = await callWithLateStdin("trigger-elicitation-request", "elicit", JSON.stringify({ action: "cancel" }))
+    assert.strictEqual(r.status, 0, r.stderr)
+    assert.include(r.stdout, "cancelled")
+  })
+
+  it("--args @- waits for arguments that arrive after skald started", async () => {
+    const r = await callWithLateStdin("echo", "args", JSON.stringify({ message: "late but here" }))
+    assert.strictEqual(r.status, 0, r.stderr)
+    assert.include(r.stdout, "late but here")
   })
 })

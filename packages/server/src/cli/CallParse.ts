@@ -14,6 +14,7 @@ import * as Fs from "node:fs"
 import type { Given } from "./CallOptions.js"
 import { UsageError } from "./CliError.js"
 import * as Elicit from "./Elicit.js"
+import { readStdin } from "./Io.js"
 import * as Progress from "./Progress.js"
 
 /** A parsed call: the arguments, the elicitation handler, and where misfit answers are recorded. */
@@ -27,10 +28,7 @@ export interface Parsed {
 
 const readText = (option: string, spec: string) =>
   spec === "@-"
-    ? Effect.try({
-      try: () => Fs.readFileSync(0, "utf8"),
-      catch: () => new UsageError({ message: `--${option} @- could not read standard input` })
-    })
+    ? readStdin(option)
     : spec.startsWith("@")
     ? Effect.try({
       try: () => Fs.readFileSync(spec.slice(1), "utf8"),

@@ -2,46 +2,24 @@
  * `npm run bench`: Skald vs the official SDK client vs a raw client, over stdio and streamable
  * HTTP, against a raw server and an SDK server of each, in ONE run (BENCH_SERVERS picks a subset). Each client runs in its own process;
  * the client order rotates every round; ratios are computed per round and their medians printed.
+ * Then the command line's own cost (`cli` in BENCH_SERVERS; bench/cli.ts).
  */
 import * as ChildProcess from "node:child_process"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { runCliSection } from "./cli.js"
 import type { Metrics } from "./clients/workload.js"
+import { clientEnv, fmt, median, pin } from "./machine.js"
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
 const clients = ["skald", "sdk", "raw"] as const
-const servers = (process.env.BENCH_SERVERS?.split(",") ?? ["raw", "sdk", "raw-http", "sdk-http"]) as ReadonlyArray<Server>
+const sections = process.env.BENCH_SERVERS?.split(",") ?? ["raw", "sdk", "raw-http", "sdk-http", "cli"]
+const servers = sections.filter((s) => s !== "cli") as ReadonlyArray<Server>
 type Client = (typeof clients)[number]
 type Server = "raw" | "sdk" | "raw-http" | "sdk-http"
 
 const here = Path.dirname(fileURLToPath(import.meta.url))
-
-// The SDK client starts a stdio server with a short allow-list environment (HOME, PATH, …), where
-// Skald and the raw client pass the parent's. A parent environment with NODE_EXTRA_CA_CERTS (this
-// machine's has) makes every node process read a CA bundle at start-up, ~50 ms, which would count
-// against "connect + initialize" for two clients only. Nothing here uses TLS: the clients run
-// without it, so all three start their servers at the same cost.
-const clientEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== "NODE_EXTRA_CA_CERTS"))
-
-/**
- * Placement. On this 2-core VM a sequential call takes ~30 µs when the client and its server share
- * a core and ~90 µs when they are on different ones (a cross-core wake-up), and the OS picks one
- * or the other per process — so unpinned, every client's sequential p50 jumped between the two
- * from round to round, and a per-round ratio measured placement, not code. With `taskset`
- * (util-linux) and two or more CPUs, every client runs on CPU 0 and its server on CPU 1
- * (`BENCH_PIN=0` turns this off; the other processes of the machine still share both).
- */
-const pin = process.env.BENCH_PIN !== "0" && Os.cpus().length >= 2 && hasTaskset()
-
-function hasTaskset(): boolean {
-  try {
-    ChildProcess.execFileSync("taskset", ["-c", "0", "true"], { stdio: "ignore" })
-    return true
-  } catch {
-    return false
-  }
-}
 
 const runClient = (client: Client, server: Server): Metrics => {
   const script = [process.execPath, Path.join(here, "clients", `${client}.js`), server]
@@ -68,12 +46,6 @@ const metrics: ReadonlyArray<{ key: keyof Metrics; label: string; higherIsBetter
   { key: "peakRssMB", label: "client peak RSS (MB)", higherIsBetter: false, digits: 1 }
 ]
 
-const median = (xs: ReadonlyArray<number>): number => {
-  const s = [...xs].sort((a, b) => a - b)
-  const mid = Math.floor(s.length / 2)
-  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2
-}
-
 const results = new Map<string, Array<Metrics>>()
 const key = (server: Server, client: Client) => `${server}/${client}`
 
@@ -81,7 +53,7 @@ process.stderr.write(
   `bench: ${rounds} rounds, ${Os.cpus().length} cores (${Os.cpus()[0]?.model ?? "?"}), node ${process.version}, ` +
     `${pin ? "client on CPU 0, server on CPU 1" : "not pinned"}\n`
 )
-for (let round = 0; round < rounds; round++) {
+for (let round = 0; round < rounds && servers.length > 0; round++) {
   for (const server of servers) {
     const order = clients.map((_, i) => clients[(i + round) % clients.length]!)
     for (const client of order) {
@@ -97,7 +69,6 @@ for (let round = 0; round < rounds; round++) {
   }
 }
 
-const fmt = (x: number, digits: number) => x.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
 const spread = (xs: ReadonlyArray<number>) => {
   const m = median(xs)
   return m === 0 ? 0 : ((Math.max(...xs) - Math.min(...xs)) / m) * 100
@@ -122,4 +93,5 @@ for (const server of servers) {
     )
   }
 }
-console.log("\nRatios are per round (same round, same machine state), then the median across rounds.")
+if (servers.length > 0) console.log("\nRatios are per round (same round, same machine state), then the median across rounds.")
+if (sections.includes("cli")) await runCliSection()

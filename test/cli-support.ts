@@ -21,11 +21,18 @@ export interface Run {
 export const runSkald = (
   args: ReadonlyArray<string>,
   options: { readonly env?: Record<string, string>; readonly input?: string } = {}
+): Promise<Run> => runScript(skald, args, options)
+
+/** Runs `node SCRIPT ARGS…` to its end, from the repository root (as runSkald runs the shim). */
+export const runScript = (
+  script: string,
+  args: ReadonlyArray<string>,
+  options: { readonly env?: Record<string, string>; readonly input?: string } = {}
 ): Promise<Run> =>
   new Promise((resolve) => {
     const child = execFile(
       process.execPath,
-      [skald, ...args],
+      [script, ...args],
       { cwd: root, env: { ...process.env, ...options.env } },
       (error, stdout, stderr) =>
         resolve({ status: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr })

@@ -1,63 +1,34 @@
 /**
  * The `skald` command line (DESIGN §5). stdout carries only the result; errors, progress and
- * prompts go to stderr.
+ * prompts go to stderr. This module and the *Commands.ts files are the command tree (commands,
+ * options, help); what a command does is in its *Handler(s).ts module, loaded when it runs (Lazy.ts).
  *
  * @since 0.1.0
  */
 import { Args, Command, Options } from "@effect/cli"
-import { Elicitation, McpClient } from "@skald/mcp"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Logger from "effect/Logger"
-import * as Stream from "effect/Stream"
-import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
-import { reportFailures, stdout } from "./Io.js"
 import * as CallOptions from "./CallOptions.js"
-import * as Elicit from "./Elicit.js"
+import { UsageError } from "./CliError.js"
 import * as Events from "./Events.js"
 import * as Help from "./Help.js"
+import { reportFailures, stdout } from "./Io.js"
+import * as Lazy from "./Lazy.js"
 import * as McpCommands from "./McpCommands.js"
-import * as Output from "./Output.js"
 import * as SecretCommands from "./SecretCommands.js"
 import * as Serve from "./Serve.js"
 import * as Target from "./Target.js"
-
-/** How long `skald tools` waits for `tools/list_changed` after a listing before it prints. */
-export const TOOLS_QUIET_PERIOD = Duration.millis(300)
-
-/**
- * Runs `use` with a client of the command line's target, closing it afterwards. The client
- * declares elicitation and answers with `handler` (default: decline).
- */
-const withClient = <A, E, R>(
-  target: Target.Http,
-  use: (client: McpClient.Service) => Effect.Effect<A, E, R>,
-  handler: Elicitation.Handler = Elicit.declining
-) =>
-  Effect.gen(function*() {
-    const layer = yield* Target.clientLayer(target)
-    return yield* Effect.flatMap(McpClient.McpClient, use).pipe(
-      Effect.provide(layer),
-      Effect.provideService(Elicitation.ElicitationHandler, handler)
-    )
-  })
 
 const json = Options.boolean("json").pipe(
   Options.withDescription("Print JSON exactly as the server sent it (MCP wire shape) instead of text.")
 )
 
-const tools = Command.make("tools", { json, ...Target.options }, ({ json, ...target }) =>
-  withClient(target, (client) =>
-    Effect.gen(function*() {
-      yield* client.refreshTools
-      // Servers may register tools right after initialize and announce them with
-      // tools/list_changed: keep taking new lists until none came for a quiet period.
-      yield* client.toolListChanges.pipe(Stream.timeout(TOOLS_QUIET_PERIOD), Stream.runDrain)
-      const list = yield* client.toolList
-      yield* stdout(json ? Output.json(list.wire) : Output.toolLines(list.tools))
-    })
-  ).pipe(reportFailures)
-).pipe(Command.withDescription(Help.about({
+const toolsConfig = { json, ...Target.options }
+
+/** What `skald tools` parsed. */
+export type ToolsArgs = Command.Command.ParseConfig<typeof toolsConfig>
+
+const tools = Command.make("tools", toolsConfig, Lazy.handler(() => import("./ClientHandlers.js"), (m) => m.tools)).pipe(Command.withDescription(Help.about({
   summary: "List the tools of an MCP server, one a line (--json: the tools exactly as the server sent them).",
   usage: ["skald tools [options] -- CMD [ARGS…]", "skald tools [options] --http URL"],
   examples: [
@@ -66,41 +37,20 @@ const tools = Command.make("tools", { json, ...Target.options }, ({ json, ...tar
   ]
 })))
 
-const call = Command.make(
-  "call",
-  {
-    tool: Args.text({ name: "TOOL" }).pipe(Args.withDescription("The tool to call.")),
-    ...CallOptions.options,
-    mediaDir: Options.text("media-dir").pipe(
-      Options.withDescription("Where media results are written (default ./skald-media)."),
-      Options.withDefault("skald-media")
-    ),
-    ...Target.options
-  },
-  ({ apiKeyEnv, http, json, mediaDir, tool, ...given }) =>
-    Effect.gen(function*() {
-      const parsed = yield* CallOptions.parse(given)
-      const { callOptions, done } = CallOptions.display(parsed)
-      // The result is printed before the connection closes (a server may take seconds to stop).
-      const exit = yield* Effect.exit(withClient({ http, apiKeyEnv }, (client) =>
-        client.callTool(tool, parsed.params, callOptions).pipe(
-          Effect.ensuring(done),
-          Effect.tap((outcome) =>
-            parsed.problems.first() !== undefined ? Effect.void : Effect.flatMap(
-              json ? Effect.succeed(Output.json(outcome.wire)) : Output.renderResult(outcome.result, mediaDir),
-              stdout
-            )
-          )
-        ), parsed.handler))
-      // An --elicit answer that did not fit the form is a usage error, whatever the call did after.
-      const problem = parsed.problems.first()
-      if (problem !== undefined) return yield* new UsageError({ message: problem })
-      const outcome = yield* exit
-      if (outcome.result._tag !== "Task" && outcome.result.isError) {
-        return yield* new ExitWith({ status: ExitStatus.ToolError })
-      }
-    }).pipe(Effect.scoped, reportFailures)
-).pipe(
+const callConfig = {
+  tool: Args.text({ name: "TOOL" }).pipe(Args.withDescription("The tool to call.")),
+  ...CallOptions.options,
+  mediaDir: Options.text("media-dir").pipe(
+    Options.withDescription("Where media results are written (default ./skald-media)."),
+    Options.withDefault("skald-media")
+  ),
+  ...Target.options
+}
+
+/** What `skald call` parsed. */
+export type CallArgs = Command.Command.ParseConfig<typeof callConfig>
+
+const call = Command.make("call", callConfig, Lazy.handler(() => import("./ClientHandlers.js"), (m) => m.call)).pipe(
   Command.withDescription(Help.about({
     summary: "Call one tool of an MCP server and print its result (--json: the CallToolResult exactly as sent).",
     details: ["Exit status 1 when the tool answers isError, 2 on any other failure (see docs/cli.md)."],

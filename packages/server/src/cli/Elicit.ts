@@ -12,6 +12,7 @@ import type * as Scope from "effect/Scope"
 import * as Fs from "node:fs"
 import * as Readline from "node:readline"
 import { UsageError } from "./CliError.js"
+import { readStdin } from "./Io.js"
 
 type Answer = Elicitation.Response
 
@@ -21,10 +22,7 @@ const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "obj
 export const readAnswer = (spec: string): Effect.Effect<Answer, UsageError> =>
   Effect.gen(function*() {
     const text = spec === "@-"
-      ? yield* Effect.try({
-        try: () => Fs.readFileSync(0, "utf8"),
-        catch: () => new UsageError({ message: "--elicit @- could not read standard input" })
-      })
+      ? yield* readStdin("elicit")
       : spec.startsWith("@")
       ? yield* Effect.try({
         try: () => Fs.readFileSync(spec.slice(1), "utf8"),

@@ -1,37 +1,13 @@
 /**
- * What the host commands share: the `--home` option and the layer that opens the home's
- * database, registry, status table and secret store.
+ * The `--home` option of the host commands. The layer it leads to (the home's database,
+ * registry, status table and secret store) is in HostRuntime.ts, which only the handlers load.
  *
  * @since 0.1.0
  */
 import { Options } from "@effect/cli"
-import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
-import type * as Option from "effect/Option"
-import * as HostServices from "../host/HostServices.js"
-import { Paths } from "../host/Paths.js"
-import { SecretStore } from "../host/SecretStore.js"
-import * as Settings from "./Settings.js"
 
 /** `--home DIR`: the folder holding data/, logs/ and secrets/ (default SKALD_HOME, else `.`). */
 export const home = Options.text("home").pipe(
   Options.withDescription("The Skald home: data/, logs/ and secrets/ live here (default $SKALD_HOME, else .)."),
   Options.optional
 )
-
-/** Paths and the secret store only (no database). */
-export const secretsLayer = (homeFlag: Option.Option<string>) =>
-  SecretStore.Default.pipe(Layer.provideMerge(Paths.layer(homeFlag)))
-
-/** The home's database with its repositories, the secret store, and an HTTP client. */
-export const layer = (homeFlag: Option.Option<string>) => HostServices.layer(Paths.layer(homeFlag))
-
-/** Runs a host command in its home. */
-export const run = <A, E, R>(homeFlag: Option.Option<string>, effect: Effect.Effect<A, E, R>) =>
-  Effect.provide(effect, layer(homeFlag))
-
-/** The connect timeouts from the settings. */
-export const connectOptions = Effect.map(Settings.Settings, (s) => ({
-  startTimeout: s.startTimeout,
-  callTimeout: s.callTimeout
-}))

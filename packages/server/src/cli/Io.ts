@@ -8,7 +8,7 @@ import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
 import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
-import { ExitStatus, ExitWith, hintFor } from "./CliError.js"
+import { ExitStatus, ExitWith, hintFor, UsageError } from "./CliError.js"
 
 /** Prints the result on stdout (a trailing newline added when missing). */
 export const stdout = (text: string) =>
@@ -16,6 +16,32 @@ export const stdout = (text: string) =>
 
 /** Prints a line on stderr. */
 export const stderr = (text: string) => Effect.sync(() => void process.stderr.write(`${text}\n`))
+
+/**
+ * Standard input to its end, for `--OPTION @-`. Read as a stream: `readFileSync(0)` fails with
+ * EAGAIN when the input is not there yet and stdin is a non-blocking pipe, as it is once the CLI
+ * is loaded.
+ */
+export const readStdin = (option: string) =>
+  Effect.async<string, UsageError>((resume) => {
+    const chunks: Array<Buffer> = []
+    const onData = (chunk: Buffer) => chunks.push(chunk)
+    const onEnd = () => {
+      done()
+      resume(Effect.succeed(Buffer.concat(chunks).toString("utf8")))
+    }
+    const onError = () => {
+      done()
+      resume(Effect.fail(new UsageError({ message: `--${option} @- could not read standard input` })))
+    }
+    const done = () => {
+      process.stdin.off("data", onData).off("end", onEnd).off("error", onError)
+      process.stdin.pause()
+    }
+    process.stdin.on("data", onData).once("end", onEnd).once("error", onError)
+    process.stdin.resume()
+    return Effect.sync(done)
+  })
 
 /** What an error says, never empty; with the command line's hint for it, if any. */
 export const describeFailure = (error: unknown): string => {

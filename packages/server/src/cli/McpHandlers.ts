@@ -1,0 +1,400 @@
+/**
+ * What `skald mcp add|show|list|tools|call|enable|disable|restart|rm|logs|import` do (their
+ * options and help are in McpCommands.ts; this module is loaded when one of them runs, see
+ * Lazy.ts). They write the database directly, so they work whether or not `skald serve` runs, and
+ * a running host picks the change up within about a second. `tools` and `call` connect to the one
+ * server in this process.
+ *
+ * @since 0.1.0
+ */
+import { McpServerEntry, ServerName } from "@skald/domain"
+import { Elicitation } from "@skald/mcp"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schedule from "effect/Schedule"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import * as ConfigImport from "../host/ConfigImport.js"
+import * as Connector from "../host/Connector.js"
+import { ServerDisabled, UnknownServer } from "../host/HostError.js"
+import * as Redactor from "../host/Redactor.js"
+import * as ServerSecrets from "../host/ServerSecrets.js"
+import { McpServerRepo } from "../host/McpServerRepo.js"
+import * as Registration from "../host/Registration.js"
+import { Paths } from "../host/Paths.js"
+import { SecretStore } from "../host/SecretStore.js"
+import * as ServerEnvironment from "../host/ServerEnvironment.js"
+import * as SecretStoreModule from "../host/SecretStore.js"
+import { EventRecorder } from "../host/EventStore.js"
+import { sanitize, ServerLogs } from "../host/ServerLogs.js"
+import * as ServerList from "../host/ServerList.js"
+import * as ToolResults from "../host/ToolResults.js"
+import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
+import * as CallParse from "./CallParse.js"
+import * as Elicit from "./Elicit.js"
+import * as Host from "./HostRuntime.js"
+import { reportFailures, stderr, stdout } from "./Io.js"
+import type { AddArgs, CallArgs, ImportArgs, ListArgs, LogsArgs, NameArgs, ShowArgs, ToolsArgs } from "./McpCommands.js"
+import * as Output from "./Output.js"
+import { ServerCommandLine } from "./Target.js"
+
+const parseName = (name: string) =>
+  ServerName.isValid(name)
+    ? Effect.succeed(ServerName.make(name))
+    : Effect.fail(
+      new UsageError({
+        message: `invalid server name ${JSON.stringify(name)}: use 1-64 letters, digits, '-' and '_', ` +
+          "never '__', and do not start or end with '_'"
+      })
+    )
+
+/** `K=V` → [K, V]. */
+const parsePair = (option: string, text: string) => {
+  const at = text.indexOf("=")
+  const key = text.slice(0, at)
+  return at <= 0 || !SecretStoreModule.isValidName(key)
+    ? Effect.fail(new UsageError({ message: `--${option} takes KEY=VALUE with a variable name as KEY, got ${JSON.stringify(text.split("=")[0])}` }))
+    : Effect.succeed([key, text.slice(at + 1)] as const)
+}
+
+const pairs = (option: string, texts: ReadonlyArray<string>) =>
+  Effect.map(Effect.forEach(texts, (text) => parsePair(option, text)), (all) => Object.fromEntries(all))
+
+/** `skald mcp add`'s flags → a registration request (the rules are Registration's). */
+const addRequest = (o: {
+  readonly name: string
+  readonly description: Option.Option<string>
+  readonly friendlyName: Option.Option<string>
+  readonly env: ReadonlyArray<string>
+  readonly secretEnv: ReadonlyArray<string>
+  readonly http: Option.Option<string>
+  readonly apiKey: Option.Option<string>
+  readonly apiKeyEnv: Option.Option<string>
+  readonly replace: boolean
+}) =>
+  Effect.gen(function*() {
+    const commandLine = yield* ServerCommandLine
+    const env = yield* pairs("env", o.env)
+    const secretEnv = yield* pairs("secret-env", o.secretEnv)
+    let transport: Registration.Transport
+    if (Option.isSome(o.http)) {
+      if (commandLine.length > 0) return yield* new UsageError({ message: "give either --http URL or `-- CMD`, not both" })
+      if (o.env.length + o.secretEnv.length > 0) {
+        return yield* new UsageError({ message: "--env and --secret-env are for stdio servers (`-- CMD`)" })
+      }
+      if (Option.isSome(o.apiKey) && Option.isSome(o.apiKeyEnv)) {
+        return yield* new UsageError({ message: "give either --api-key or --api-key-env, not both" })
+      }
+      transport = {
+        _tag: "http",
+        url: o.http.value,
+        apiKey: Option.getOrUndefined(o.apiKey),
+        apiKeyVariable: Option.getOrUndefined(o.apiKeyEnv)
+      }
+    } else {
+      if (Option.isSome(o.apiKey) || Option.isSome(o.apiKeyEnv)) {
+        return yield* new UsageError({ message: "--api-key and --api-key-env go with --http" })
+      }
+      const [command, ...args] = commandLine
+      if (command === undefined || command.length === 0) {
+        return yield* new UsageError({
+          message: "no server given: use --http URL, or put the server's command line after `--`, " +
+            "e.g. `skald mcp add weather -- node weather.js`"
+        })
+      }
+      transport = { _tag: "stdio", command, args, env, secretEnv }
+    }
+    return {
+      name: o.name,
+      transport,
+      description: Option.getOrUndefined(o.description),
+      friendlyName: Option.getOrUndefined(o.friendlyName),
+      replace: o.replace
+    } satisfies Registration.Request as Registration.Request
+  })
+
+/** `skald mcp add`. */
+export const add = (o: AddArgs) =>
+  Host.run(
+    o.home,
+    Effect.gen(function*() {
+      const request = yield* addRequest(o)
+      const done = yield* (yield* Registration.Registration).register(request)
+      for (const secret of done.secrets) {
+        yield* stderr(`skald: stored the secret value as ${secret.name} (referenced as \${${secret.name}})`)
+      }
+      if (done.droppedSecrets.length > 0) {
+        yield* stderr(`skald: removed the stored secrets it no longer uses: ${done.droppedSecrets.join(", ")}`)
+      }
+      const host = yield* ServerList.hostRunning()
+      const what = `${done.replaced ? "replaced" : "registered"} '${done.entry.name}'`
+      yield* stderr(
+        Option.isSome(host)
+          ? `skald: ${what}; the running host (pid ${host.value}) connects it`
+          : `skald: ${what}; start \`skald serve\` to connect it`
+      )
+    })
+  ).pipe(reportFailures)
+
+const stateText = (s: McpServerEntry.ServerSummary): string => {
+  const state = s.state === "host-not-running" ? "host not running" : s.state
+  const text = s.error === undefined ? state : `${state}: ${s.error.split("\n")[0]}`
+  return s.nextRetryAt === undefined ? text : `${text} (next retry ${s.nextRetryAt})`
+}
+
+/** A server as `show --json` and each element of `list --json` print it: configuration and status. */
+const serverJson = (entry: McpServerEntry.McpServerEntry, summary: McpServerEntry.ServerSummary | undefined) => ({
+  ...Registration.describe(entry),
+  ...summary
+})
+
+/** Every registered server: its status, and its entry (configuration, references as stored). */
+const listed = Effect.gen(function*() {
+  const summaries = yield* ServerList.summaries()
+  const entries = new Map((yield* (yield* McpServerRepo).list).map((e) => [e.name as string, e]))
+  return summaries.flatMap((summary) => {
+    const entry = entries.get(summary.name)
+    return entry === undefined ? [] : [{ summary, entry }]
+  })
+})
+
+/** `skald mcp list`. */
+export const list = ({ home, json }: ListArgs) =>
+  Host.run(
+    home,
+    Effect.gen(function*() {
+      const servers = yield* listed
+      if (json) return yield* stdout(Output.json(servers.map(({ entry, summary }) => serverJson(entry, summary))))
+      if (servers.length === 0) return yield* stderr("skald: no MCP servers registered; add one with `skald mcp add`")
+      const width = Math.max(...servers.map(({ summary }) => summary.name.length))
+      yield* stdout(
+        servers.map(({ summary: s }) => {
+          const tools = s.toolCount === undefined ? "" : ` (${s.toolCount} tools)`
+          const about = s.friendlyName ?? s.description
+          return `${s.name.padEnd(width)}  ${s.transport.padEnd(5)}  ${stateText(s)}${tools}${about === undefined ? "" : `  — ${about}`}`
+        }).join("\n")
+      )
+    })
+  ).pipe(reportFailures)
+
+/** `skald mcp show`. */
+export const show = ({ home, json, name }: ShowArgs) =>
+  Host.run(
+    home,
+    Effect.gen(function*() {
+      const server = yield* parseName(name)
+      const found = (yield* listed).find(({ entry }) => entry.name === server)
+      if (found === undefined) return yield* new UnknownServer({ name })
+      if (json) return yield* stdout(Output.json(serverJson(found.entry, found.summary)))
+      const view = Registration.describe(found.entry)
+      const rows: Array<readonly [string, string]> = [["name", view.name], ["transport", view.transport]]
+      if (view.transport === "stdio") {
+        rows.push(["command", view.command], ["args", view.args.map(shellWord).join(" ")])
+        const env = Object.entries(view.env)
+        if (env.length === 0) rows.push(["env", ""])
+        for (const [key, value] of env) rows.push(["env", `${key}=${value}`])
+      } else {
+        rows.push(["url", view.url], ["api key", view.apiKey ?? ""])
+      }
+      rows.push(
+        ["description", view.description ?? ""],
+        ["friendly name", view.friendlyName ?? ""],
+        ["enabled", view.enabled ? "yes" : "no"],
+        ["status", `${stateText(found.summary)}${found.summary.toolCount === undefined ? "" : ` (${found.summary.toolCount} tools)`}`]
+      )
+      yield* stdout(rows.map(([key, value]) => `${key.padEnd(13)}  ${value}`.trimEnd()).join("\n"))
+    })
+  ).pipe(reportFailures)
+
+/** An argument as a shell would need it quoted. */
+const shellWord = (arg: string): string => /^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, "'\\''")}'`
+
+/** Connects the named registered (and enabled) server in this process and runs `use` with its client. */
+const withServer = <A, E, R>(
+  home: Option.Option<string>,
+  name: string,
+  use: (connection: Connector.Connection) => Effect.Effect<A, E, R>,
+  handler: Elicitation.Handler = process.stdin.isTTY === true ? Elicit.terminal : Elicit.declining
+) =>
+  Host.run(
+    home,
+    Effect.gen(function*() {
+      const server = yield* parseName(name)
+      const entry = yield* (yield* McpServerRepo).get(server)
+      if (Option.isNone(entry)) return yield* new UnknownServer({ name })
+      if (!entry.value.enabled) return yield* new ServerDisabled({ name })
+      // The same server environment as under `skald serve` (host/ServerEnvironment.ts).
+      const options = { ...(yield* Host.connectOptions), environment: ServerEnvironment.make(yield* Paths) }
+      const logs = yield* ServerLogs
+      const recorder = yield* EventRecorder
+      // Log lines go to the server's log file (and --log-level debug), tagged as this process's;
+      // events are stored, as the host does. What is printed of a failure (a dying server's stderr
+      // tail) has the server's secrets redacted.
+      const origin = `cli pid ${process.pid}`
+      let redactor = Redactor.empty
+      const sinks = (secrets: SecretStoreModule.Resolved["secrets"]) => {
+        redactor = Redactor.make(secrets)
+        return { log: logs.sink(server, secrets, origin), events: recorder.sink }
+      }
+      return yield* Effect.flatMap(Connector.connect(entry.value, options, sinks), use).pipe(
+        Effect.provideService(Elicitation.ElicitationHandler, handler),
+        Effect.scoped,
+        Effect.mapError((error) => Redactor.redactFields(redactor, error))
+      )
+    })
+  )
+
+/** `skald mcp tools`. */
+export const tools = ({ home, json, name }: ToolsArgs) =>
+  withServer(home, name, ({ client }) =>
+    Effect.gen(function*() {
+      yield* client.refreshTools
+      yield* client.toolListChanges.pipe(Stream.timeout("300 millis"), Stream.runDrain)
+      const list = yield* client.toolList
+      yield* stdout(json ? Output.json(list.wire) : Output.toolLines(list.tools))
+    })).pipe(reportFailures)
+
+/** `skald mcp call`. */
+export const call = ({ home, json, name, tool, ...given }: CallArgs) =>
+  Effect.gen(function*() {
+    const parsed = yield* CallParse.parse(given)
+    const { callOptions, done } = CallParse.display(parsed)
+    const exit = yield* Effect.exit(withServer(home, name, ({ client }) =>
+      Effect.gen(function*() {
+        const outcome = yield* client.callTool(tool, parsed.params, callOptions).pipe(Effect.ensuring(done))
+        if (parsed.problems.first() !== undefined) return false
+        const paths = yield* Paths
+        const result = yield* ToolResults.fromCallResult(outcome.result, paths.mediaDir)
+        yield* stdout(
+          json
+            ? Output.json(result._tag === "Text" ? { kind: "string", text: result.text } : { kind: "json", value: result.value })
+            : result._tag === "Text"
+            ? result.text
+            : Output.json(result.value)
+        )
+        return outcome.result._tag !== "Task" && outcome.result.isError
+      }), parsed.handler))
+    // An --elicit answer that did not fit the form is a usage error, whatever the call did after.
+    const problem = parsed.problems.first()
+    if (problem !== undefined) return yield* new UsageError({ message: problem })
+    if (yield* exit) return yield* new ExitWith({ status: ExitStatus.ToolError })
+  }).pipe(Effect.scoped, reportFailures)
+
+/** `skald mcp enable` and `skald mcp disable`. */
+export const toggle = (enabled: boolean) => ({ home, name }: NameArgs) =>
+  Host.run(
+    home,
+    Effect.gen(function*() {
+      const server = yield* parseName(name)
+      if (!(yield* (yield* McpServerRepo).setEnabled(server, enabled))) return yield* new UnknownServer({ name })
+      yield* stderr(`skald: ${enabled ? "enabled" : "disabled"} '${name}'`)
+    })
+  ).pipe(reportFailures)
+
+/** `skald mcp restart`. */
+export const restart = ({ home, name }: NameArgs) =>
+  Host.run(
+    home,
+    Effect.gen(function*() {
+      const outcome = yield* ServerList.requestRestart(yield* parseName(name))
+      if (!outcome.enabled) return yield* stderr(`skald: '${name}' is disabled; \`skald mcp enable ${name}\` starts it`)
+      yield* stderr(
+        Option.isSome(outcome.host)
+          ? `skald: asked the running host (pid ${outcome.host.value}) to restart '${name}'`
+          : `skald: the host is not running; \`skald serve\` starts '${name}'`
+      )
+    })
+  ).pipe(reportFailures)
+
+/** `skald mcp rm`. */
+export const rm = ({ home, name }: NameArgs) =>
+  Host.run(
+    home,
+    Effect.gen(function*() {
+      const server = yield* parseName(name)
+      const removed = yield* ServerSecrets.unregister(server)
+      if (Option.isNone(removed)) return yield* new UnknownServer({ name })
+      const secrets = removed.value.length === 0 ? "" : ` and its stored secrets ${removed.value.join(", ")}`
+      yield* stderr(`skald: removed '${name}'${secrets}`)
+    })
+  ).pipe(reportFailures)
+
+/** `skald mcp logs`. */
+export const logs = ({ follow, home, name }: LogsArgs) =>
+  Effect.gen(function*() {
+    yield* parseName(name)
+    const paths = yield* Paths
+    const file = Path.join(paths.mcpLogsDir, `${sanitize(name)}.log`)
+    let offset = 0
+    const printNew = Effect.sync(() => {
+      let size: number
+      try {
+        size = Fs.statSync(file).size
+      } catch {
+        return false
+      }
+      if (size < offset) offset = 0 // rotated: the new file starts over
+      if (size > offset) {
+        const fd = Fs.openSync(file, "r")
+        try {
+          const buffer = Buffer.alloc(size - offset)
+          Fs.readSync(fd, buffer, 0, buffer.length, offset)
+          process.stdout.write(buffer)
+        } finally {
+          Fs.closeSync(fd)
+        }
+        offset = size
+      }
+      return true
+    })
+    const found = yield* printNew
+    // A log of a server removed since is still printed; a name never registered is an error.
+    if (!found && Option.isNone(yield* (yield* McpServerRepo).get(ServerName.make(name)))) {
+      return yield* new UnknownServer({ name })
+    }
+    if (!follow) {
+      if (!found) yield* stderr(`skald: no log yet for '${name}' (${file})`)
+      return
+    }
+    yield* printNew.pipe(Effect.repeat(Schedule.spaced("250 millis")), Effect.asVoid)
+  }).pipe((effect) => Host.run(home, effect), reportFailures)
+
+/** `skald mcp import`. */
+export const importFile = ({ file, home }: ImportArgs) =>
+  Host.run(
+    home,
+    Effect.gen(function*() {
+      const text = yield* Effect.try({
+        try: () => JSON.parse(Fs.readFileSync(file, "utf8")) as unknown,
+        catch: (e) => new UsageError({ message: `${file} is not valid JSON: ${(e as Error).message}` })
+      })
+      const registration = yield* Registration.Registration
+      const existing = new Set((yield* (yield* McpServerRepo).list).map((e) => e.name as string))
+      const stored = new Set(yield* (yield* SecretStore).list)
+      const context: ConfigImport.Context = {
+        file: Path.resolve(file),
+        userHome: Os.homedir(),
+        isSet: (variable) => stored.has(variable) || process.env[variable] !== undefined
+      }
+      const outcomes = yield* Either.match(ConfigImport.fromJson(text, existing, context), {
+        onLeft: (message) => Effect.fail(new UsageError({ message: `${file}: ${message}` })),
+        onRight: Effect.succeed
+      })
+      const lines: Array<string> = []
+      for (const outcome of outcomes) {
+        if (outcome._tag === "Skipped") {
+          lines.push(`skipped  ${outcome.source}: ${outcome.reason}`)
+          continue
+        }
+        yield* registration.apply({ entry: outcome.entry, secrets: outcome.secrets }, false)
+        const renamed = outcome.entry.name === outcome.source ? "" : ` (from ${JSON.stringify(outcome.source)})`
+        const moved = outcome.secrets.length === 0 ? "" : `; secrets moved to the store: ${outcome.secrets.map((s) => s.name).join(", ")}`
+        lines.push(`imported ${outcome.entry.name}${renamed}: ${outcome.entry.config._tag}${outcome.entry.enabled ? "" : ", disabled"}${moved}`)
+      }
+      const imported = outcomes.filter((o) => o._tag === "Imported").length
+      yield* stdout([...lines, `${imported} imported, ${outcomes.length - imported} skipped`].join("\n"))
+    })
+  ).pipe(reportFailures)

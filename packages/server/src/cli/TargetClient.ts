@@ -1,0 +1,59 @@
+/**
+ * The MCP client of a one-off command's target (Target.ts): over streamable HTTP for `--http URL`,
+ * else a stdio server started from the command line after `--`. Loaded by the handlers only.
+ *
+ * @since 0.1.0
+ */
+import { HttpTransport, McpClient, StdioTransport } from "@skald/mcp"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Path from "node:path"
+import { UsageError } from "./CliError.js"
+import * as Settings from "./Settings.js"
+import { type Http, ServerCommandLine } from "./Target.js"
+
+/** A client layer for the target of this command line. */
+export const clientLayer = (target: Http) =>
+  Effect.gen(function*() {
+    const commandLine = yield* ServerCommandLine
+    const settings = yield* Settings.Settings
+    // Errors name the server by its serverInfo.name once initialize answered; before that by its
+    // URL's host, or its executable's basename and first argument (`npx @scope/server-x`).
+    const clientOptions: McpClient.Options = {
+      callTimeout: settings.callTimeout,
+      startTimeout: settings.startTimeout,
+      nameFromServerInfo: true
+    }
+    if (Option.isSome(target.http)) {
+      if (commandLine.length > 0) {
+        return yield* new UsageError({ message: "give either --http URL or `-- CMD`, not both" })
+      }
+      const url = target.http.value
+      if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+        return yield* new UsageError({ message: `--http needs an http(s) URL, got ${JSON.stringify(url)}` })
+      }
+      let apiKey: Redacted.Redacted<string> | undefined
+      if (Option.isSome(target.apiKeyEnv)) {
+        const value = process.env[target.apiKeyEnv.value]
+        if (value === undefined || value.length === 0) {
+          return yield* new UsageError({ message: `--api-key-env ${target.apiKeyEnv.value}: that variable is not set` })
+        }
+        apiKey = Redacted.make(value)
+      }
+      // The transport brings its own HTTP (pooled keep-alive node:http): no HttpClient layer to provide.
+      return HttpTransport.layerClient({ server: new URL(url).host, url, apiKey }, clientOptions)
+    }
+    if (Option.isSome(target.apiKeyEnv)) {
+      return yield* new UsageError({ message: "--api-key-env goes with --http" })
+    }
+    const [command, ...args] = commandLine
+    if (command === undefined || command.length === 0) {
+      return yield* new UsageError({
+        message: "no MCP server given: use --http URL, or put the server's command line after `--`, " +
+          "e.g. `skald tools -- node server.js`"
+      })
+    }
+    const name = args[0] === undefined ? Path.basename(command) : `${Path.basename(command)} ${args[0]}`
+    return StdioTransport.layerClient({ server: name, command, args }, clientOptions)
+  })

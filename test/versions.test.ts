@@ -202,7 +202,11 @@ describe("calling what was not listed", () => {
       assert.deepStrictEqual(calls, ["echo", "echo", "hidden", "hidden"])
     }))
 
-  for (const [mode, how] of [["rpc", "a JSON-RPC error -32602"], ["iserror", "an isError result"]] as const) {
+  for (const [mode, how] of [
+    ["rpc", "a JSON-RPC error -32602"],
+    ["internal", "a JSON-RPC error -32603 naming it (server-github)"],
+    ["iserror", "an isError result"]
+  ] as const) {
     it.live(`the server's "unknown tool" as ${how} is McpUnknownTool with the names it lists`, () =>
       Effect.gen(function*() {
         const server = legacyStdio({ FIXTURE_UNKNOWN: mode })

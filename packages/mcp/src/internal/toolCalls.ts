@@ -71,8 +71,8 @@ export const make = (
 
   /**
    * A call of a tool the server did not list: sent as any call; the server's own "no such tool"
-   * — a JSON-RPC error -32602/-32601 that says so, or an `isError` result naming the tool and
-   * saying so — becomes `McpUnknownTool` with the names it lists. Any other answer is the answer.
+   * — a JSON-RPC error -32602/-32601 that says so, any other JSON-RPC error (server-github answers
+   * -32603) or an `isError` result naming the tool and saying so — becomes `McpUnknownTool` with the names it lists. Any other answer is the answer.
    */
   const callUnlisted = (
     interruptible: boolean,
@@ -83,8 +83,9 @@ export const make = (
     callPlain(interruptible, name, undefined, args, options).pipe(
       Effect.catchTag("McpRequestError", (error): Effect.Effect<never, McpError.McpError> =>
         Effect.fail(
-          (error.code === JsonRpc.ErrorCode.InvalidParams || error.code === JsonRpc.ErrorCode.MethodNotFound) &&
-            SAYS_UNKNOWN.test(error.reason)
+          SAYS_UNKNOWN.test(error.reason) &&
+            (error.code === JsonRpc.ErrorCode.InvalidParams || error.code === JsonRpc.ErrorCode.MethodNotFound ||
+              error.reason.includes(name))
             ? unknownTool(name)
             : error
         )),

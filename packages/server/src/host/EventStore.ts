@@ -16,6 +16,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
+import { nowIso } from "./Time.js"
 
 /** An event to store. */
 export interface NewEvent {
@@ -86,9 +87,10 @@ export const layer: Layer.Layer<EventRepo, never, SqlClient.SqlClient> = Layer.e
         )
       },
       markProcessed: (ids) =>
-        ids.length === 0 ? Effect.succeed(0) : sql<{ id: number }>`UPDATE mcp_events
-          SET status = 'processed', processed_at = ${new Date().toISOString()}
-          WHERE status = 'pending' AND ${sql.in("id", ids)} RETURNING id`.pipe(Effect.map((rows) => rows.length))
+        ids.length === 0 ? Effect.succeed(0) : Effect.flatMap(nowIso, (at) =>
+          sql<{ id: number }>`UPDATE mcp_events
+          SET status = 'processed', processed_at = ${at}
+          WHERE status = 'pending' AND ${sql.in("id", ids)} RETURNING id`.pipe(Effect.map((rows) => rows.length)))
     }
   })
 )
@@ -116,12 +118,9 @@ export class EventRecorder extends Effect.Service<EventRecorder>()("@skald/serve
 
     const sink: McpEvents.Sink = {
       offer: (server: string, event: JsonRpc.Notification) =>
-        Queue.offer(queue, {
-          server,
-          method: event.method,
-          params: event.params,
-          receivedAt: new Date().toISOString()
-        }).pipe(Effect.asVoid)
+        Effect.flatMap(nowIso, (receivedAt) =>
+          Queue.offer(queue, { server, method: event.method, params: event.params, receivedAt })
+        ).pipe(Effect.asVoid)
     }
     return { sink } as const
   })

@@ -49,6 +49,7 @@ import * as ServerSecrets from "./ServerSecrets.js"
 import * as ServerEnvironment from "./ServerEnvironment.js"
 import { ServerLogs } from "./ServerLogs.js"
 import { StatusRepo } from "./StatusRepo.js"
+import { isoOf, nowIso } from "./Time.js"
 import { EventRecorder } from "./EventStore.js"
 import * as Redacted from "effect/Redacted"
 import * as ToolResults from "./ToolResults.js"
@@ -164,8 +165,6 @@ const referencesOf = (config: McpServerEntry.McpServerEntry["config"]): Readonly
     ? []
     : SecretStoreModule.references(config.apiKey)
 
-const isoAt = (millis: number): string => new Date(millis).toISOString()
-const nowIso = Effect.map(Clock.currentTimeMillis, isoAt)
 
 const describe = (error: unknown): string =>
   typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
@@ -345,7 +344,7 @@ export const make = (
           )
           yield* record(name, "failed", {
             error: `${reason} — restarting in ${Duration.format(delay)} (attempt ${attempt})`,
-            nextRetryAt: isoAt(retryAt)
+            nextRetryAt: isoOf(retryAt)
           })
           yield* Effect.sleep(delay)
         }

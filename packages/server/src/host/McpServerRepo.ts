@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import { nowIso } from "./Time.js"
 
 /** The registry. */
 export interface Service {
@@ -59,8 +60,6 @@ const fromRow = (row: Row): McpServerEntry.McpServerEntry =>
     enabled: row.enabled === 1
   })
 
-const now = () => new Date().toISOString()
-
 /** The SQL implementation. */
 export const layer: Layer.Layer<McpServerRepo, never, SqlClient.SqlClient> = Layer.effect(
   McpServerRepo,
@@ -73,9 +72,8 @@ export const layer: Layer.Layer<McpServerRepo, never, SqlClient.SqlClient> = Lay
         sql<Row>`SELECT ${columns} FROM mcp_servers WHERE name = ${name}`.pipe(
           Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), fromRow))
         ),
-      upsert: (entry) => {
+      upsert: (entry) => Effect.flatMap(nowIso, (at) => {
         const c = entry.config
-        const at = now()
         const stdio = c._tag === "stdio"
         return sql`INSERT INTO mcp_servers
           (name, transport, command, args, env, url, api_key, description, friendly_name, enabled, created_at, updated_at)
@@ -87,14 +85,15 @@ export const layer: Layer.Layer<McpServerRepo, never, SqlClient.SqlClient> = Lay
             url = excluded.url, api_key = excluded.api_key, description = excluded.description,
             friendly_name = excluded.friendly_name, enabled = excluded.enabled, updated_at = excluded.updated_at`
           .pipe(Effect.asVoid)
-      },
+      }),
       remove: (name) =>
         sql<{ name: string }>`DELETE FROM mcp_servers WHERE name = ${name} RETURNING name`.pipe(
           Effect.map((rows) => rows.length > 0)
         ),
       setEnabled: (name, enabled) =>
-        sql<{ name: string }>`UPDATE mcp_servers SET enabled = ${enabled ? 1 : 0}, updated_at = ${now()}
-          WHERE name = ${name} RETURNING name`.pipe(Effect.map((rows) => rows.length > 0))
+        Effect.flatMap(nowIso, (at) =>
+          sql<{ name: string }>`UPDATE mcp_servers SET enabled = ${enabled ? 1 : 0}, updated_at = ${at}
+          WHERE name = ${name} RETURNING name`.pipe(Effect.map((rows) => rows.length > 0)))
     }
   })
 )

@@ -62,6 +62,7 @@ describe("manager timing on the Clock", () => {
       assert.include(first.error, "restarting in 1s (attempt 1)")
 
       // Just short of the delay: no new start, whatever real time passes.
+      for (let i = 0; i < 500 && failuresIn(home, "bad") < 1; i++) yield* liveSleep(20)
       yield* TestClock.adjust("999 millis")
       yield* liveSleep(300)
       assert.strictEqual(failuresIn(home, "bad"), 1)
@@ -84,6 +85,8 @@ describe("manager timing on the Clock", () => {
       assert.strictEqual(fourth.since, iso(7000))
       assert.strictEqual(fourth.nextRetryAt, iso(11_000))
       assert.include(fourth.error, "restarting in 4s (attempt 4)")
+      // (The log writer is asynchronous: its lines may come a moment after the status.)
+      for (let i = 0; i < 500 && failuresIn(home, "bad") < 4; i++) yield* liveSleep(20)
       assert.strictEqual(failuresIn(home, "bad"), 4)
 
       // The heartbeat beat at 5 s (and only then) while the clock went to 7 s.
@@ -92,6 +95,9 @@ describe("manager timing on the Clock", () => {
       for (let i = 0; i < 500 && Option.getOrUndefined(yield* beatAt) !== iso(10_000); i++) yield* liveSleep(20)
       assert.deepStrictEqual(yield* beatAt, Option.some(iso(10_000)))
       // The log's timestamps are the clock's too.
+      for (let i = 0; i < 500 && !Fs.readFileSync(Path.join(home, "logs/mcp/bad.log"), "utf8").includes("attempt 4"); i++) {
+        yield* liveSleep(20)
+      }
       const log = Fs.readFileSync(Path.join(home, "logs/mcp/bad.log"), "utf8")
       assert.include(log, `${iso(7000)} [lifecycle]  restarting in 4s (attempt 4)`)
     }), 120_000)

@@ -33,6 +33,7 @@ import * as Stream from "effect/Stream"
 import * as Connector from "./Connector.js"
 import * as Orphans from "./Orphans.js"
 import {
+  CorruptRow,
   HostAlreadyRunning,
   InvalidServerEntry,
   InvalidToolName,
@@ -89,13 +90,13 @@ export type CallError =
 /** The manager. */
 export interface Service {
   /** Validates and stores the entry, then (re)connects it, replacing a running server of that name. */
-  readonly register: (entry: McpServerEntry.McpServerEntry) => Effect.Effect<void, InvalidServerEntry | SqlError>
+  readonly register: (entry: McpServerEntry.McpServerEntry) => Effect.Effect<void, InvalidServerEntry | SqlError | CorruptRow>
   /** Deletes the entry and the secrets moved in for it, and disconnects the server. */
-  readonly unregister: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | SqlError>
+  readonly unregister: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | SqlError | CorruptRow>
   /** Switches a server on or off, live. */
-  readonly setEnabled: (name: ServerName.ServerName, enabled: boolean) => Effect.Effect<void, UnknownServer | SqlError>
+  readonly setEnabled: (name: ServerName.ServerName, enabled: boolean) => Effect.Effect<void, UnknownServer | SqlError | CorruptRow>
   /** Every registered server with its status. */
-  readonly list: Effect.Effect<ReadonlyArray<McpServerEntry.ServerSummary>, SqlError>
+  readonly list: Effect.Effect<ReadonlyArray<McpServerEntry.ServerSummary>, SqlError | CorruptRow>
   /** The tools of every connected server. */
   readonly tools: Effect.Effect<ReadonlyArray<QualifiedTool>>
   /** The tools of the connected servers named in `grants`. */
@@ -107,9 +108,9 @@ export interface Service {
     options?: McpClient.RequestOptions
   ) => Effect.Effect<ToolResult.ToolResult, CallError>
   /** Restarts a server now (a failed one is retried at once); a disabled one stays off. */
-  readonly restart: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | SqlError>
+  readonly restart: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | SqlError | CorruptRow>
   /** Brings the running connections in line with the registry now (normally automatic). */
-  readonly reconcile: Effect.Effect<void, SqlError>
+  readonly reconcile: Effect.Effect<void, SqlError | CorruptRow>
   /** The process ids of the running stdio servers, by server name. */
   readonly pids: Effect.Effect<ReadonlyMap<string, number>>
 }
@@ -174,7 +175,7 @@ export const make = (
   options: Options
 ): Effect.Effect<
   Service,
-  HostAlreadyRunning | SqlError,
+  HostAlreadyRunning | SqlError | CorruptRow,
   McpServerRepo | StatusRepo | SecretStore | Paths | SqlClient.SqlClient | ServerLogs | EventRecorder | Scope
 > =>
   Effect.gen(function*() {
@@ -509,6 +510,6 @@ export const layer = (
   options: Options
 ): Layer.Layer<
   McpManager,
-  HostAlreadyRunning | SqlError,
+  HostAlreadyRunning | SqlError | CorruptRow,
   McpServerRepo | StatusRepo | SecretStore | Paths | SqlClient.SqlClient | ServerLogs | EventRecorder
 > => Layer.scoped(McpManager, make(options))

@@ -7,11 +7,11 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import { ServerName } from "@skald/domain"
 import { EventStore, McpServerRepo, StatusRepo } from "@skald/server"
-import { Context, Effect, Either, Layer, Option, TestClock } from "effect"
+import { Chunk, Context, Effect, Either, Fiber, Layer, Option, Stream, TestClock } from "effect"
 import { commandEntry, makeHome, servicesLayer } from "./host-support.js"
 
-const open = Effect.gen(function*() {
-  const context = yield* Layer.build(servicesLayer(makeHome()))
+const openAt = (home: string) => Effect.gen(function*() {
+  const context = yield* Layer.build(servicesLayer(home))
   return {
     sql: Context.get(context, SqlClient.SqlClient),
     servers: Context.get(context, McpServerRepo.McpServerRepo),
@@ -19,6 +19,7 @@ const open = Effect.gen(function*() {
     events: Context.get(context, EventStore.EventRepo)
   }
 })
+const open = Effect.suspend(() => openAt(makeHome()))
 
 const corruptRow = <A, E extends { readonly _tag: string }>(effect: Effect.Effect<A, E>) =>
   Effect.map(Effect.either(effect), (result) => {
@@ -107,5 +108,28 @@ describe("repositories", () => {
       yield* events.insertAll([{ server: "t", method: "event/x", params: undefined, receivedAt: "r" }])
       assert.strictEqual(yield* events.markProcessed([1]), 1)
       assert.strictEqual((yield* events.list())[0]?.processedAt, "2030-05-06T07:08:10.010Z")
+    }))
+
+  it.scoped("changes ticks for another connection's commits, not for its own; stamps follow updated_at", () =>
+    Effect.gen(function*() {
+      const home = makeHome()
+      const here = yield* openAt(home)
+      const there = yield* openAt(home)
+      const changes = yield* here.servers.changes("1 second")
+      const ticks = yield* changes.pipe(Stream.take(2), Stream.runCollect, Effect.fork)
+      // Its own write: no tick, whatever time passes.
+      yield* here.servers.upsert(commandEntry("mine", "/bin/true", []))
+      yield* TestClock.adjust("3 seconds")
+      assert.isTrue(Option.isNone(yield* Fiber.poll(ticks)))
+      // Another connection's: a tick at the next check, one per check that saw a commit.
+      yield* there.servers.upsert(commandEntry("theirs", "/bin/true", []))
+      yield* TestClock.adjust("1 second")
+      yield* there.statuses.request("restart", "mine", "2026-01-01T00:00:00.000Z")
+      yield* TestClock.adjust("1 second")
+      assert.strictEqual(Chunk.size(yield* Fiber.join(ticks)), 2)
+      const stamps = yield* here.servers.stamps
+      assert.deepStrictEqual([...stamps.keys()], ["mine", "theirs"])
+      assert.strictEqual(stamps.get("mine"), "1970-01-01T00:00:00.000Z")
+      assert.strictEqual(stamps.get("theirs"), "1970-01-01T00:00:03.000Z")
     }))
 })

@@ -14,7 +14,6 @@
  *
  * @since 0.1.0
  */
-import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { McpError, McpServerEntry, McpTool, ServerName, ToolResult } from "@skald/domain"
 import { ToolName } from "@skald/domain"
@@ -176,13 +175,12 @@ export const make = (
 ): Effect.Effect<
   Service,
   HostAlreadyRunning | SqlError | CorruptRow,
-  McpServerRepo | StatusRepo | SecretStore | Paths | SqlClient.SqlClient | ServerLogs | EventRecorder | Scope
+  McpServerRepo | StatusRepo | SecretStore | Paths | ServerLogs | EventRecorder | Scope
 > =>
   Effect.gen(function*() {
     const repo = yield* McpServerRepo
     const statuses = yield* StatusRepo
     const paths = yield* Paths
-    const sql = yield* SqlClient.SqlClient
     const secretStore = yield* SecretStore
     const logs = yield* ServerLogs
     const recorder = yield* EventRecorder
@@ -351,11 +349,6 @@ export const make = (
         }
       }).pipe(Effect.onInterrupt(() => logs.lifecycle(entry.name, "stopped by the host (disabled, removed, replaced or shutting down)")))
 
-    /** When each row was last written (`upsert` and `setEnabled` set it): portable SQL, like the repositories'. */
-    const rowStamps = sql<{ name: string; updated_at: string }>`SELECT name, updated_at FROM mcp_servers`.pipe(
-      Effect.map((rows) => new Map(rows.map((r) => [r.name, r.updated_at])))
-    )
-
     /**
      * Stops what must stop and starts what must run. `force`: servers to restart whatever their
      * state; `changedSecrets`: secret names whose failed users are retried. A failed server whose
@@ -364,7 +357,7 @@ export const make = (
     const reconcileNow = (force: ReadonlySet<string> = new Set(), changedSecrets: ReadonlySet<string> = new Set()) =>
       lock.withPermits(1)(Effect.gen(function*() {
         const entries = yield* repo.list
-        const stamps = yield* rowStamps
+        const stamps = yield* repo.stamps
         const wanted = new Map(entries.filter((e) => e.enabled).map((e) => [e.name as string, e]))
         const stop = [...launched.keys()].filter((name) => {
           const entry = wanted.get(name)
@@ -393,25 +386,23 @@ export const make = (
         }
       }))
 
-    // Another process's writes: PRAGMA data_version changes when another connection commits. Its
+    // Another process's writes (the repository's `changes`: SQLite's PRAGMA data_version). Its
     // requests (`skald mcp restart`, `skald secret set`) come with them, in `host_requests`.
-    const dataVersion = sql<{ data_version: number }>`PRAGMA data_version`.pipe(
-      Effect.map((rows) => rows[0]?.data_version ?? 0)
-    )
-    let seen = yield* dataVersion
-    yield* Effect.gen(function*() {
-      const version = yield* dataVersion
-      if (version !== seen) {
-        seen = version
-        const requests = yield* statuses.takeRequests
-        yield* reconcileNow(
-          new Set(requests.filter((r) => r.kind === "restart").map((r) => r.name)),
-          new Set(requests.filter((r) => r.kind === "secret").map((r) => r.name))
-        )
-      }
-    }).pipe(
-      Effect.catchAll((error) => Effect.logWarning(`could not check the registry for changes: ${error.message}`)),
-      Effect.repeat(Schedule.spaced(watchInterval)),
+    const changes = yield* repo.changes(watchInterval)
+    const warn = (error: { readonly message: string }) =>
+      Effect.logWarning(`could not check the registry for changes: ${error.message}`)
+    yield* changes.pipe(
+      Stream.tapError(warn),
+      Stream.retry(Schedule.spaced(watchInterval)),
+      Stream.runForEach(() =>
+        Effect.gen(function*() {
+          const requests = yield* statuses.takeRequests
+          yield* reconcileNow(
+            new Set(requests.filter((r) => r.kind === "restart").map((r) => r.name)),
+            new Set(requests.filter((r) => r.kind === "secret").map((r) => r.name))
+          )
+        }).pipe(Effect.catchAll(warn))
+      ),
       Effect.forkScoped
     )
     yield* beat.pipe(
@@ -511,5 +502,5 @@ export const layer = (
 ): Layer.Layer<
   McpManager,
   HostAlreadyRunning | SqlError | CorruptRow,
-  McpServerRepo | StatusRepo | SecretStore | Paths | SqlClient.SqlClient | ServerLogs | EventRecorder
+  McpServerRepo | StatusRepo | SecretStore | Paths | ServerLogs | EventRecorder
 > => Layer.scoped(McpManager, make(options))

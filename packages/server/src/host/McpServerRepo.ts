@@ -9,11 +9,14 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
 import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
 import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { ParseError } from "effect/ParseResult"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import type { CorruptRow } from "./HostError.js"
 import * as Rows from "./Rows.js"
 import { nowIso } from "./Time.js"
@@ -31,6 +34,14 @@ export interface Service {
   readonly remove: (name: ServerName.ServerName) => Effect.Effect<boolean, SqlError>
   /** Sets `enabled`; false when there is no such entry. */
   readonly setEnabled: (name: ServerName.ServerName, enabled: boolean) => Effect.Effect<boolean, SqlError>
+  /** When each entry was last written (`upsert`, `setEnabled`): `updated_at` by name. */
+  readonly stamps: Effect.Effect<ReadonlyMap<string, string>, SqlError | CorruptRow>
+  /**
+   * Other processes' writes: notes where the database stands now and returns a stream that ticks
+   * each time another connection has committed since (to any table: the registry, `host_requests`),
+   * checked every `every`. A failed check fails the stream; retried, it goes on from where it stood.
+   */
+  readonly changes: (every: Duration.DurationInput) => Effect.Effect<Stream.Stream<void, SqlError>, SqlError>
 }
 
 /** The server registry. */
@@ -50,6 +61,8 @@ const Row = Schema.Struct({
   enabled: Schema.Literal(0, 1)
 })
 type Row = typeof Row.Type
+
+const StampRow = Schema.Struct({ name: Schema.String, updated_at: Schema.String })
 
 const decodeStdio = Schema.decodeUnknown(ServerConfig.StdioServerConfig)
 const decodeHttp = Schema.decodeUnknown(ServerConfig.HttpServerConfig)
@@ -89,6 +102,16 @@ export const layer: Layer.Layer<McpServerRepo, never, SqlClient.SqlClient> = Lay
       Result: Row,
       execute: (name) => sql`SELECT ${columns} FROM mcp_servers WHERE name = ${name}`
     })
+    const stampRows = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: StampRow,
+      execute: () => sql`SELECT name, updated_at FROM mcp_servers ORDER BY name`
+    })
+    // The one SQLite-specific query: `data_version` changes when another connection commits
+    // (this layer's connection is the process's only one). Another engine brings its own (LISTEN/NOTIFY).
+    const dataVersion = sql<{ data_version: number }>`PRAGMA data_version`.pipe(
+      Effect.map((rows) => rows[0]?.data_version ?? 0)
+    )
     /** The name of the `index`th row (in name order): looked up only to name a corrupt row. */
     const nameAt = (index: number) =>
       sql<{ name: string }>`SELECT name FROM mcp_servers ORDER BY name LIMIT 1 OFFSET ${index}`.pipe(
@@ -129,7 +152,24 @@ export const layer: Layer.Layer<McpServerRepo, never, SqlClient.SqlClient> = Lay
       setEnabled: (name, enabled) =>
         Effect.flatMap(nowIso, (at) =>
           sql<{ name: string }>`UPDATE mcp_servers SET enabled = ${enabled ? 1 : 0}, updated_at = ${at}
-          WHERE name = ${name} RETURNING name`.pipe(Effect.map((rows) => rows.length > 0)))
+          WHERE name = ${name} RETURNING name`.pipe(Effect.map((rows) => rows.length > 0))),
+      stamps: stampRows(undefined).pipe(
+        Effect.catchTag("ParseError", Rows.corrupt("mcp_servers", nameAt)),
+        Effect.map((rows) => new Map(rows.map((r) => [r.name, r.updated_at])))
+      ),
+      changes: (every) =>
+        Effect.map(dataVersion, (initial) => {
+          let seen = initial
+          const changed = Effect.map(dataVersion, (version) => {
+            const moved = version !== seen
+            seen = version
+            return moved
+          })
+          return Stream.repeatEffectWithSchedule(changed, Schedule.spaced(every)).pipe(
+            Stream.filter((moved) => moved),
+            Stream.map((): void => undefined)
+          )
+        })
     }
   })
 )

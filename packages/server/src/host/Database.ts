@@ -14,6 +14,11 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
+import m0001 from "./migrations/0001_mcp_servers.js"
+import m0002 from "./migrations/0002_mcp_status.js"
+import m0003 from "./migrations/0003_mcp_events.js"
+import m0004 from "./migrations/0004_app_meta.js"
+import m0005 from "./migrations/0005_status_process.js"
 import { ensurePrivateDir, Paths, PRIVATE_FILE_MODE, privateFile } from "./Paths.js"
 
 /** The database file exists but cannot be used: it is empty, not SQLite, or corrupt. */
@@ -67,79 +72,16 @@ const unusableReason = (cause: Cause.Cause<unknown>): string | undefined => {
   }
   return undefined
 }
-/** The numbered migrations, in order. Never edit one that has shipped: add the next. */
+/**
+ * The numbered migrations, in order, one file each under `migrations/`. Never edit one that has
+ * shipped: add the next file and its line here.
+ */
 export const migrations = {
-  "0001_mcp_servers": Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    yield* sql`CREATE TABLE mcp_servers (
-      name          TEXT PRIMARY KEY NOT NULL,
-      transport     TEXT NOT NULL CHECK (transport IN ('stdio', 'http')),
-      command       TEXT,
-      args          TEXT NOT NULL DEFAULT '[]',
-      env           TEXT NOT NULL DEFAULT '{}',
-      url           TEXT,
-      api_key       TEXT,
-      description   TEXT,
-      friendly_name TEXT,
-      enabled       INTEGER NOT NULL DEFAULT 1 CHECK (enabled IN (0, 1)),
-      created_at    TEXT NOT NULL,
-      updated_at    TEXT NOT NULL,
-      CHECK ((transport = 'stdio' AND command IS NOT NULL) OR (transport = 'http' AND url IS NOT NULL))
-    )`
-  }),
-  "0002_mcp_status": Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    yield* sql`CREATE TABLE mcp_server_status (
-      name       TEXT PRIMARY KEY NOT NULL,
-      status     TEXT NOT NULL CHECK (status IN ('starting', 'connected', 'failed', 'disabled')),
-      error      TEXT,
-      tool_count INTEGER,
-      pid        INTEGER,
-      since      TEXT NOT NULL
-    )`
-    yield* sql`CREATE TABLE host_heartbeat (
-      id         INTEGER PRIMARY KEY CHECK (id = 1),
-      pid        INTEGER NOT NULL,
-      started_at TEXT NOT NULL,
-      beat_at    TEXT NOT NULL
-    )`
-  }),
-  "0003_mcp_events": Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    yield* sql`CREATE TABLE mcp_events (
-      id           INTEGER PRIMARY KEY AUTOINCREMENT,
-      server       TEXT NOT NULL,
-      method       TEXT NOT NULL,
-      params       TEXT,
-      received_at  TEXT NOT NULL,
-      status       TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'processed')),
-      processed_at TEXT
-    )`
-    yield* sql`CREATE INDEX mcp_events_pending ON mcp_events (status, id)`
-  }),
-  "0004_app_meta": Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    yield* sql`CREATE TABLE app_meta (
-      key   TEXT PRIMARY KEY NOT NULL,
-      value TEXT NOT NULL
-    )`
-  }),
-  "0005_status_process": Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    // A stdio server's process group and its leader's start time (/proc/<pid>/stat field 22, in
-    // clock ticks since boot): what lets the next host find the group a killed host left behind.
-    yield* sql`ALTER TABLE mcp_server_status ADD COLUMN pgid INTEGER`
-    yield* sql`ALTER TABLE mcp_server_status ADD COLUMN start_time INTEGER`
-    // When a failed server is tried again (ISO-8601).
-    yield* sql`ALTER TABLE mcp_server_status ADD COLUMN next_retry_at TEXT`
-    // What other processes ask of the running host: restart a server, retry after a secret changed.
-    yield* sql`CREATE TABLE host_requests (
-      id           INTEGER PRIMARY KEY AUTOINCREMENT,
-      kind         TEXT NOT NULL CHECK (kind IN ('restart', 'secret')),
-      name         TEXT NOT NULL,
-      requested_at TEXT NOT NULL
-    )`
-  })
+  "0001_mcp_servers": m0001,
+  "0002_mcp_status": m0002,
+  "0003_mcp_events": m0003,
+  "0004_app_meta": m0004,
+  "0005_status_process": m0005
 }
 
 /**

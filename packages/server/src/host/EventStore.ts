@@ -9,6 +9,7 @@
  * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { JsonRpc, McpEvents } from "@skald/mcp"
 import * as Context from "effect/Context"
@@ -16,6 +17,10 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import type { CorruptRow } from "./HostError.js"
+import * as Rows from "./Rows.js"
+import { nowIso } from "./Time.js"
 
 /** An event to store. */
 export interface NewEvent {
@@ -37,7 +42,9 @@ export interface Service {
   /** Inserts the events in one transaction, in order. */
   readonly insertAll: (events: ReadonlyArray<NewEvent>) => Effect.Effect<void, SqlError>
   /** Events in id order: all, or only the pending ones; at most `limit` (default: no limit). */
-  readonly list: (options?: { readonly pending?: boolean; readonly limit?: number }) => Effect.Effect<ReadonlyArray<StoredEvent>, SqlError>
+  readonly list: (
+    options?: { readonly pending?: boolean; readonly limit?: number }
+  ) => Effect.Effect<ReadonlyArray<StoredEvent>, SqlError | CorruptRow>
   /** Marks events processed (now); returns how many were pending. */
   readonly markProcessed: (ids: ReadonlyArray<number>) => Effect.Effect<number, SqlError>
 }
@@ -45,21 +52,22 @@ export interface Service {
 /** The `mcp_events` table. */
 export class EventRepo extends Context.Tag("@skald/server/EventRepo")<EventRepo, Service>() {}
 
-interface Row {
-  readonly id: number
-  readonly server: string
-  readonly method: string
-  readonly params: string | null
-  readonly received_at: string
-  readonly status: "pending" | "processed"
-  readonly processed_at: string | null
-}
+/** A `mcp_events` row (`params` is a JSON column). */
+const Row = Schema.Struct({
+  id: Schema.Number,
+  server: Schema.String,
+  method: Schema.String,
+  params: Schema.NullOr(Schema.parseJson()),
+  received_at: Schema.String,
+  status: Schema.Literal("pending", "processed"),
+  processed_at: Schema.NullOr(Schema.String)
+})
 
-const fromRow = (r: Row): StoredEvent => ({
+const fromRow = (r: typeof Row.Type): StoredEvent => ({
   id: r.id,
   server: r.server,
   method: r.method,
-  params: r.params === null ? undefined : JSON.parse(r.params),
+  params: r.params === null ? undefined : r.params,
   receivedAt: r.received_at,
   status: r.status,
   processedAt: r.processed_at ?? undefined
@@ -81,14 +89,20 @@ export const layer: Layer.Layer<EventRepo, never, SqlClient.SqlClient> = Layer.e
       list: (options = {}) => {
         const where = options.pending === true ? sql`WHERE status = 'pending'` : sql``
         const limit = options.limit === undefined ? sql`` : sql`LIMIT ${options.limit}`
-        return sql<Row>`SELECT * FROM mcp_events ${where} ORDER BY id ${limit}`.pipe(
+        return SqlSchema.findAll({
+          Request: Schema.Void,
+          Result: Row,
+          execute: () => sql`SELECT * FROM mcp_events ${where} ORDER BY id ${limit}`
+        })(undefined).pipe(
+          Effect.catchTag("ParseError", Rows.corrupt("mcp_events")),
           Effect.map((rows) => rows.map(fromRow))
         )
       },
       markProcessed: (ids) =>
-        ids.length === 0 ? Effect.succeed(0) : sql<{ id: number }>`UPDATE mcp_events
-          SET status = 'processed', processed_at = ${new Date().toISOString()}
-          WHERE status = 'pending' AND ${sql.in("id", ids)} RETURNING id`.pipe(Effect.map((rows) => rows.length))
+        ids.length === 0 ? Effect.succeed(0) : Effect.flatMap(nowIso, (at) =>
+          sql<{ id: number }>`UPDATE mcp_events
+          SET status = 'processed', processed_at = ${at}
+          WHERE status = 'pending' AND ${sql.in("id", ids)} RETURNING id`.pipe(Effect.map((rows) => rows.length)))
     }
   })
 )
@@ -116,12 +130,9 @@ export class EventRecorder extends Effect.Service<EventRecorder>()("@skald/serve
 
     const sink: McpEvents.Sink = {
       offer: (server: string, event: JsonRpc.Notification) =>
-        Queue.offer(queue, {
-          server,
-          method: event.method,
-          params: event.params,
-          receivedAt: new Date().toISOString()
-        }).pipe(Effect.asVoid)
+        Effect.flatMap(nowIso, (receivedAt) =>
+          Queue.offer(queue, { server, method: event.method, params: event.params, receivedAt })
+        ).pipe(Effect.asVoid)
     }
     return { sink } as const
   })

@@ -14,6 +14,7 @@ import * as Fs from "node:fs"
 import { createRequire } from "node:module"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { McpServerRepo } from "./McpServerRepo.js"
+import { nowIso } from "./Time.js"
 
 /** The `app_meta` key of the marker. */
 export const MARKER = "first_run_done"
@@ -61,7 +62,7 @@ export const ensure = Effect.gen(function*() {
   return yield* sql.withTransaction(Effect.gen(function*() {
     const done = yield* sql<{ value: string }>`SELECT value FROM app_meta WHERE key = ${MARKER}`
     if (done.length > 0) return Option.none<string>()
-    yield* sql`INSERT INTO app_meta (key, value) VALUES (${MARKER}, ${new Date().toISOString()})`
+    yield* sql`INSERT INTO app_meta (key, value) VALUES (${MARKER}, ${yield* nowIso})`
     const entry = demoEntry()
     if (Option.isNone(entry) || Option.isSome(yield* repo.get(entry.value.name))) return Option.none<string>()
     yield* repo.upsert(entry.value)

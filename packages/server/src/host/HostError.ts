@@ -114,3 +114,21 @@ export class ServerDisabled extends Schema.TaggedError<ServerDisabled>("@skald/s
     return `MCP server '${this.name}' is disabled; enable it first`
   }
 }
+
+/**
+ * A database row a repository cannot read (a column that is not what the schema says: `env` that
+ * is not JSON, an unknown status, …), e.g. written by hand or by a newer version. The values are
+ * never quoted: a row may hold secrets.
+ */
+export class CorruptRow extends Schema.TaggedError<CorruptRow>("@skald/server/CorruptRow")("CorruptRow", {
+  table: Schema.String,
+  /** The row's key (a server name, an event id) when known. */
+  key: Schema.optional(Schema.String),
+  columns: Schema.Array(Schema.String)
+}) {
+  override get message(): string {
+    const row = this.key === undefined ? "a row" : `the row ${JSON.stringify(this.key)}`
+    return `${row} of table ${this.table} cannot be read (column ${this.columns.join(", ")} is malformed). ` +
+      `Correct or delete that row, or re-register what it describes.`
+  }
+}

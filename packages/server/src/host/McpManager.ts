@@ -14,7 +14,6 @@
  *
  * @since 0.1.0
  */
-import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { McpError, McpServerEntry, McpTool, ServerName, ToolResult } from "@skald/domain"
 import { ToolName } from "@skald/domain"
@@ -33,6 +32,7 @@ import * as Stream from "effect/Stream"
 import * as Connector from "./Connector.js"
 import * as Orphans from "./Orphans.js"
 import {
+  CorruptRow,
   HostAlreadyRunning,
   InvalidServerEntry,
   InvalidToolName,
@@ -49,6 +49,7 @@ import * as ServerSecrets from "./ServerSecrets.js"
 import * as ServerEnvironment from "./ServerEnvironment.js"
 import { ServerLogs } from "./ServerLogs.js"
 import { StatusRepo } from "./StatusRepo.js"
+import { isoOf, nowIso } from "./Time.js"
 import { EventRecorder } from "./EventStore.js"
 import * as Redacted from "effect/Redacted"
 import * as ToolResults from "./ToolResults.js"
@@ -88,13 +89,13 @@ export type CallError =
 /** The manager. */
 export interface Service {
   /** Validates and stores the entry, then (re)connects it, replacing a running server of that name. */
-  readonly register: (entry: McpServerEntry.McpServerEntry) => Effect.Effect<void, InvalidServerEntry | SqlError>
+  readonly register: (entry: McpServerEntry.McpServerEntry) => Effect.Effect<void, InvalidServerEntry | SqlError | CorruptRow>
   /** Deletes the entry and the secrets moved in for it, and disconnects the server. */
-  readonly unregister: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | SqlError>
+  readonly unregister: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | SqlError | CorruptRow>
   /** Switches a server on or off, live. */
-  readonly setEnabled: (name: ServerName.ServerName, enabled: boolean) => Effect.Effect<void, UnknownServer | SqlError>
+  readonly setEnabled: (name: ServerName.ServerName, enabled: boolean) => Effect.Effect<void, UnknownServer | SqlError | CorruptRow>
   /** Every registered server with its status. */
-  readonly list: Effect.Effect<ReadonlyArray<McpServerEntry.ServerSummary>, SqlError>
+  readonly list: Effect.Effect<ReadonlyArray<McpServerEntry.ServerSummary>, SqlError | CorruptRow>
   /** The tools of every connected server. */
   readonly tools: Effect.Effect<ReadonlyArray<QualifiedTool>>
   /** The tools of the connected servers named in `grants`. */
@@ -106,9 +107,9 @@ export interface Service {
     options?: McpClient.RequestOptions
   ) => Effect.Effect<ToolResult.ToolResult, CallError>
   /** Restarts a server now (a failed one is retried at once); a disabled one stays off. */
-  readonly restart: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | SqlError>
+  readonly restart: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | SqlError | CorruptRow>
   /** Brings the running connections in line with the registry now (normally automatic). */
-  readonly reconcile: Effect.Effect<void, SqlError>
+  readonly reconcile: Effect.Effect<void, SqlError | CorruptRow>
   /** The process ids of the running stdio servers, by server name. */
   readonly pids: Effect.Effect<ReadonlyMap<string, number>>
 }
@@ -164,8 +165,6 @@ const referencesOf = (config: McpServerEntry.McpServerEntry["config"]): Readonly
     ? []
     : SecretStoreModule.references(config.apiKey)
 
-const isoAt = (millis: number): string => new Date(millis).toISOString()
-const nowIso = Effect.map(Clock.currentTimeMillis, isoAt)
 
 const describe = (error: unknown): string =>
   typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
@@ -175,14 +174,13 @@ export const make = (
   options: Options
 ): Effect.Effect<
   Service,
-  HostAlreadyRunning | SqlError,
-  McpServerRepo | StatusRepo | SecretStore | Paths | SqlClient.SqlClient | ServerLogs | EventRecorder | Scope
+  HostAlreadyRunning | SqlError | CorruptRow,
+  McpServerRepo | StatusRepo | SecretStore | Paths | ServerLogs | EventRecorder | Scope
 > =>
   Effect.gen(function*() {
     const repo = yield* McpServerRepo
     const statuses = yield* StatusRepo
     const paths = yield* Paths
-    const sql = yield* SqlClient.SqlClient
     const secretStore = yield* SecretStore
     const logs = yield* ServerLogs
     const recorder = yield* EventRecorder
@@ -345,16 +343,11 @@ export const make = (
           )
           yield* record(name, "failed", {
             error: `${reason} — restarting in ${Duration.format(delay)} (attempt ${attempt})`,
-            nextRetryAt: isoAt(retryAt)
+            nextRetryAt: isoOf(retryAt)
           })
           yield* Effect.sleep(delay)
         }
       }).pipe(Effect.onInterrupt(() => logs.lifecycle(entry.name, "stopped by the host (disabled, removed, replaced or shutting down)")))
-
-    /** When each row was last written (`upsert` and `setEnabled` set it): portable SQL, like the repositories'. */
-    const rowStamps = sql<{ name: string; updated_at: string }>`SELECT name, updated_at FROM mcp_servers`.pipe(
-      Effect.map((rows) => new Map(rows.map((r) => [r.name, r.updated_at])))
-    )
 
     /**
      * Stops what must stop and starts what must run. `force`: servers to restart whatever their
@@ -364,7 +357,7 @@ export const make = (
     const reconcileNow = (force: ReadonlySet<string> = new Set(), changedSecrets: ReadonlySet<string> = new Set()) =>
       lock.withPermits(1)(Effect.gen(function*() {
         const entries = yield* repo.list
-        const stamps = yield* rowStamps
+        const stamps = yield* repo.stamps
         const wanted = new Map(entries.filter((e) => e.enabled).map((e) => [e.name as string, e]))
         const stop = [...launched.keys()].filter((name) => {
           const entry = wanted.get(name)
@@ -393,25 +386,23 @@ export const make = (
         }
       }))
 
-    // Another process's writes: PRAGMA data_version changes when another connection commits. Its
+    // Another process's writes (the repository's `changes`: SQLite's PRAGMA data_version). Its
     // requests (`skald mcp restart`, `skald secret set`) come with them, in `host_requests`.
-    const dataVersion = sql<{ data_version: number }>`PRAGMA data_version`.pipe(
-      Effect.map((rows) => rows[0]?.data_version ?? 0)
-    )
-    let seen = yield* dataVersion
-    yield* Effect.gen(function*() {
-      const version = yield* dataVersion
-      if (version !== seen) {
-        seen = version
-        const requests = yield* statuses.takeRequests
-        yield* reconcileNow(
-          new Set(requests.filter((r) => r.kind === "restart").map((r) => r.name)),
-          new Set(requests.filter((r) => r.kind === "secret").map((r) => r.name))
-        )
-      }
-    }).pipe(
-      Effect.catchAll((error) => Effect.logWarning(`could not check the registry for changes: ${error.message}`)),
-      Effect.repeat(Schedule.spaced(watchInterval)),
+    const changes = yield* repo.changes(watchInterval)
+    const warn = (error: { readonly message: string }) =>
+      Effect.logWarning(`could not check the registry for changes: ${error.message}`)
+    yield* changes.pipe(
+      Stream.tapError(warn),
+      Stream.retry(Schedule.spaced(watchInterval)),
+      Stream.runForEach(() =>
+        Effect.gen(function*() {
+          const requests = yield* statuses.takeRequests
+          yield* reconcileNow(
+            new Set(requests.filter((r) => r.kind === "restart").map((r) => r.name)),
+            new Set(requests.filter((r) => r.kind === "secret").map((r) => r.name))
+          )
+        }).pipe(Effect.catchAll(warn))
+      ),
       Effect.forkScoped
     )
     yield* beat.pipe(
@@ -510,6 +501,6 @@ export const layer = (
   options: Options
 ): Layer.Layer<
   McpManager,
-  HostAlreadyRunning | SqlError,
-  McpServerRepo | StatusRepo | SecretStore | Paths | SqlClient.SqlClient | ServerLogs | EventRecorder
+  HostAlreadyRunning | SqlError | CorruptRow,
+  McpServerRepo | StatusRepo | SecretStore | Paths | ServerLogs | EventRecorder
 > => Layer.scoped(McpManager, make(options))

@@ -6,60 +6,85 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
 import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type { ParseError } from "effect/ParseResult"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import type { CorruptRow } from "./HostError.js"
+import * as Rows from "./Rows.js"
+import { nowIso } from "./Time.js"
 
-/** The registry. */
+/** The registry. A row that cannot be read is a `CorruptRow` (HostError.ts), not a defect. */
 export interface Service {
   /** Every entry, by name. */
-  readonly list: Effect.Effect<ReadonlyArray<McpServerEntry.McpServerEntry>, SqlError>
-  readonly get: (name: ServerName.ServerName) => Effect.Effect<Option.Option<McpServerEntry.McpServerEntry>, SqlError>
+  readonly list: Effect.Effect<ReadonlyArray<McpServerEntry.McpServerEntry>, SqlError | CorruptRow>
+  readonly get: (
+    name: ServerName.ServerName
+  ) => Effect.Effect<Option.Option<McpServerEntry.McpServerEntry>, SqlError | CorruptRow>
   /** Inserts or replaces the entry of that name (keeping its creation time). */
   readonly upsert: (entry: McpServerEntry.McpServerEntry) => Effect.Effect<void, SqlError>
   /** Deletes the entry; false when there was none. */
   readonly remove: (name: ServerName.ServerName) => Effect.Effect<boolean, SqlError>
   /** Sets `enabled`; false when there is no such entry. */
   readonly setEnabled: (name: ServerName.ServerName, enabled: boolean) => Effect.Effect<boolean, SqlError>
+  /** When each entry was last written (`upsert`, `setEnabled`): `updated_at` by name. */
+  readonly stamps: Effect.Effect<ReadonlyMap<string, string>, SqlError | CorruptRow>
+  /**
+   * Other processes' writes: notes where the database stands now and returns a stream that ticks
+   * each time another connection has committed since (to any table: the registry, `host_requests`),
+   * checked every `every`. A failed check fails the stream; retried, it goes on from where it stood.
+   */
+  readonly changes: (every: Duration.DurationInput) => Effect.Effect<Stream.Stream<void, SqlError>, SqlError>
 }
 
 /** The server registry. */
 export class McpServerRepo extends Context.Tag("@skald/server/McpServerRepo")<McpServerRepo, Service>() {}
 
-interface Row {
-  readonly name: string
-  readonly transport: string
-  readonly command: string | null
-  readonly args: string
-  readonly env: string
-  readonly url: string | null
-  readonly api_key: string | null
-  readonly description: string | null
-  readonly friendly_name: string | null
-  readonly enabled: number
-}
+/** A `mcp_servers` row (`args` and `env` are JSON columns). */
+const Row = Schema.Struct({
+  name: Schema.String,
+  transport: Schema.Literal("stdio", "http"),
+  command: Schema.NullOr(Schema.String),
+  args: Schema.parseJson(),
+  env: Schema.parseJson(),
+  url: Schema.NullOr(Schema.String),
+  api_key: Schema.NullOr(Schema.String),
+  description: Schema.NullOr(Schema.String),
+  friendly_name: Schema.NullOr(Schema.String),
+  enabled: Schema.Literal(0, 1)
+})
+type Row = typeof Row.Type
 
-const decodeConfig = Schema.decodeUnknownSync(ServerConfig.ServerConfig)
+const StampRow = Schema.Struct({ name: Schema.String, updated_at: Schema.String })
 
-const fromRow = (row: Row): McpServerEntry.McpServerEntry =>
-  McpServerEntry.McpServerEntry.make({
-    name: ServerName.make(row.name),
-    config: decodeConfig(
-      row.transport === "stdio"
-        ? { transport: "stdio", command: row.command, args: JSON.parse(row.args), env: JSON.parse(row.env) }
-        : row.api_key === null
-        ? { transport: "http", url: row.url }
-        : { transport: "http", url: row.url, apiKey: row.api_key }
-    ),
-    ...(row.description === null ? {} : { description: row.description }),
-    ...(row.friendly_name === null ? {} : { friendlyName: row.friendly_name }),
-    enabled: row.enabled === 1
-  })
+const decodeStdio = Schema.decodeUnknown(ServerConfig.StdioServerConfig)
+const decodeHttp = Schema.decodeUnknown(ServerConfig.HttpServerConfig)
 
-const now = () => new Date().toISOString()
+const fromRow = (row: Row): Effect.Effect<McpServerEntry.McpServerEntry, CorruptRow> =>
+  (row.transport === "stdio"
+    ? decodeStdio({ _tag: "stdio", command: row.command, args: row.args, env: row.env })
+    : decodeHttp({ _tag: "http", url: row.url, ...(row.api_key === null ? {} : { apiKey: row.api_key }) }) as Effect.Effect<
+      ServerConfig.ServerConfig,
+      ParseError
+    >).pipe(
+    Effect.catchTag("ParseError", Rows.corrupt("mcp_servers", row.name)),
+    Effect.map((config) =>
+      McpServerEntry.McpServerEntry.make({
+        name: ServerName.make(row.name),
+        config,
+        ...(row.description === null ? {} : { description: row.description }),
+        ...(row.friendly_name === null ? {} : { friendlyName: row.friendly_name }),
+        enabled: row.enabled === 1
+      })
+    )
+  )
 
 /** The SQL implementation. */
 export const layer: Layer.Layer<McpServerRepo, never, SqlClient.SqlClient> = Layer.effect(
@@ -67,15 +92,47 @@ export const layer: Layer.Layer<McpServerRepo, never, SqlClient.SqlClient> = Lay
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const columns = sql`name, transport, command, args, env, url, api_key, description, friendly_name, enabled`
+    const all = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: Row,
+      execute: () => sql`SELECT ${columns} FROM mcp_servers ORDER BY name`
+    })
+    const one = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: Row,
+      execute: (name) => sql`SELECT ${columns} FROM mcp_servers WHERE name = ${name}`
+    })
+    const stampRows = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: StampRow,
+      execute: () => sql`SELECT name, updated_at FROM mcp_servers ORDER BY name`
+    })
+    // The one SQLite-specific query: `data_version` changes when another connection commits
+    // (this layer's connection is the process's only one). Another engine brings its own (LISTEN/NOTIFY).
+    const dataVersion = sql<{ data_version: number }>`PRAGMA data_version`.pipe(
+      Effect.map((rows) => rows[0]?.data_version ?? 0)
+    )
+    /** The name of the `index`th row (in name order): looked up only to name a corrupt row. */
+    const nameAt = (index: number) =>
+      sql<{ name: string }>`SELECT name FROM mcp_servers ORDER BY name LIMIT 1 OFFSET ${index}`.pipe(
+        Effect.map((rows) => rows[0]?.name),
+        Effect.orElseSucceed(() => undefined)
+      )
     return {
-      list: sql<Row>`SELECT ${columns} FROM mcp_servers ORDER BY name`.pipe(Effect.map((rows) => rows.map(fromRow))),
+      list: all(undefined).pipe(
+        Effect.catchTag("ParseError", Rows.corrupt("mcp_servers", nameAt)),
+        Effect.flatMap(Effect.forEach(fromRow))
+      ),
       get: (name) =>
-        sql<Row>`SELECT ${columns} FROM mcp_servers WHERE name = ${name}`.pipe(
-          Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), fromRow))
+        one(name).pipe(
+          Effect.catchTag("ParseError", Rows.corrupt("mcp_servers", name)),
+          Effect.flatMap(Option.match({
+            onNone: () => Effect.succeedNone,
+            onSome: (row) => Effect.asSome(fromRow(row))
+          }))
         ),
-      upsert: (entry) => {
+      upsert: (entry) => Effect.flatMap(nowIso, (at) => {
         const c = entry.config
-        const at = now()
         const stdio = c._tag === "stdio"
         return sql`INSERT INTO mcp_servers
           (name, transport, command, args, env, url, api_key, description, friendly_name, enabled, created_at, updated_at)
@@ -87,14 +144,32 @@ export const layer: Layer.Layer<McpServerRepo, never, SqlClient.SqlClient> = Lay
             url = excluded.url, api_key = excluded.api_key, description = excluded.description,
             friendly_name = excluded.friendly_name, enabled = excluded.enabled, updated_at = excluded.updated_at`
           .pipe(Effect.asVoid)
-      },
+      }),
       remove: (name) =>
         sql<{ name: string }>`DELETE FROM mcp_servers WHERE name = ${name} RETURNING name`.pipe(
           Effect.map((rows) => rows.length > 0)
         ),
       setEnabled: (name, enabled) =>
-        sql<{ name: string }>`UPDATE mcp_servers SET enabled = ${enabled ? 1 : 0}, updated_at = ${now()}
-          WHERE name = ${name} RETURNING name`.pipe(Effect.map((rows) => rows.length > 0))
+        Effect.flatMap(nowIso, (at) =>
+          sql<{ name: string }>`UPDATE mcp_servers SET enabled = ${enabled ? 1 : 0}, updated_at = ${at}
+          WHERE name = ${name} RETURNING name`.pipe(Effect.map((rows) => rows.length > 0))),
+      stamps: stampRows(undefined).pipe(
+        Effect.catchTag("ParseError", Rows.corrupt("mcp_servers", nameAt)),
+        Effect.map((rows) => new Map(rows.map((r) => [r.name, r.updated_at])))
+      ),
+      changes: (every) =>
+        Effect.map(dataVersion, (initial) => {
+          let seen = initial
+          const changed = Effect.map(dataVersion, (version) => {
+            const moved = version !== seen
+            seen = version
+            return moved
+          })
+          return Stream.repeatEffectWithSchedule(changed, Schedule.spaced(every)).pipe(
+            Stream.filter((moved) => moved),
+            Stream.map((): void => undefined)
+          )
+        })
     }
   })
 )

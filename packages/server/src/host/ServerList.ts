@@ -20,6 +20,7 @@ import { McpServerRepo } from "./McpServerRepo.js"
 import { Paths } from "./Paths.js"
 import * as StatusRepoModule from "./StatusRepo.js"
 import { StatusRepo } from "./StatusRepo.js"
+import { nowIso } from "./Time.js"
 
 /** A heartbeat older than this means the host is gone (it beats every 2 s by default). */
 export const DEFAULT_STALE_AFTER = Duration.seconds(10)
@@ -38,7 +39,7 @@ export const hostRunning = (staleAfter: Duration.DurationInput = DEFAULT_STALE_A
   Effect.gen(function*() {
     const heartbeat = yield* (yield* StatusRepo).heartbeat
     if (Option.isNone(heartbeat)) return Option.none<number>()
-    const age = Date.now() - Date.parse(heartbeat.value.beatAt)
+    const age = (yield* Clock.currentTimeMillis) - Date.parse(heartbeat.value.beatAt)
     return age <= Duration.toMillis(staleAfter) && isAlive(heartbeat.value.pid)
       ? Option.some(heartbeat.value.pid)
       : Option.none<number>()
@@ -75,8 +76,6 @@ export const summaries = (staleAfter: Duration.DurationInput = DEFAULT_STALE_AFT
       })
     })
   })
-
-const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
 
 /** What became of a restart request. */
 export interface RestartRequested {

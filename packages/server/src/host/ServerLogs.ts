@@ -28,6 +28,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { ensurePrivateDir, Paths, PRIVATE_FILE_MODE, privateFile } from "./Paths.js"
 import * as Redactor from "./Redactor.js"
+import { isoOf } from "./Time.js"
 
 /** Files rotate before they would exceed this many bytes. */
 export const MAX_FILE_BYTES = 5 * 1024 * 1024
@@ -39,8 +40,8 @@ export const QUEUE_CAPACITY = 100_000
 export const sanitize = (name: string): string => name.replace(/[^A-Za-z0-9._-]/g, "_")
 
 /** One formatted line (without the newline). */
-export const formatLine = (at: Date, tag: McpLog.Tag, text: string): string =>
-  `${at.toISOString()} ${`[${tag}]`.padEnd(12)} ${text}`
+export const formatLine = (at: Date | number, tag: McpLog.Tag, text: string): string =>
+  `${typeof at === "number" ? isoOf(at) : at.toISOString()} ${`[${tag}]`.padEnd(12)} ${text}`
 
 interface Pending {
   readonly file: string
@@ -51,6 +52,8 @@ interface Pending {
 export class ServerLogs extends Effect.Service<ServerLogs>()("@skald/server/ServerLogs", {
   scoped: Effect.gen(function*() {
     const paths = yield* Paths
+    // The fiber's clock, read once per text (not per line): a timestamp costs no effect on the hot path.
+    const clock = yield* Effect.clock
     const queue = yield* Queue.dropping<Pending>(QUEUE_CAPACITY)
     let dropped = 0
     const sizes = new Map<string, number>()
@@ -147,7 +150,7 @@ export class ServerLogs extends Effect.Service<ServerLogs>()("@skald/server/Serv
     const enqueue = (server: string, tag: McpLog.Tag, text: string, origin: string | undefined) => {
       const file = fileOf(server)
       const lines = text.split(/\r?\n/)
-      const at = new Date()
+      const at = clock.unsafeCurrentTimeMillis()
       for (const line of lines) {
         const tagged = origin === undefined ? line : `[${origin}] ${line}`
         if (!queue.unsafeOffer({ file, line: formatLine(at, tag, tagged) })) dropped++

@@ -12,7 +12,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { McpServerEntry, ServerConfig, type ServerName } from "@skald/domain"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type { InvalidSecretName, SecretStoreError } from "./HostError.js"
+import type { CorruptRow, InvalidSecretName, SecretStoreError } from "./HostError.js"
 import { McpServerRepo } from "./McpServerRepo.js"
 import { legacySecretNameFor, references, SecretStore, secretFields, secretNameFor } from "./SecretStore.js"
 
@@ -68,7 +68,7 @@ export interface Migration {
  */
 export const migrate: Effect.Effect<
   Migration,
-  SqlError | SecretStoreError | InvalidSecretName,
+  SqlError | CorruptRow | SecretStoreError | InvalidSecretName,
   McpServerRepo | SecretStore | SqlClient.SqlClient> = Effect
   .gen(function*() {
     const repo = yield* McpServerRepo
@@ -150,7 +150,7 @@ const prune = (previous: McpServerEntry.McpServerEntry) =>
  */
 export const upsert = (
   entry: McpServerEntry.McpServerEntry
-): Effect.Effect<ReadonlyArray<string>, SqlError, McpServerRepo | SecretStore> =>
+): Effect.Effect<ReadonlyArray<string>, SqlError | CorruptRow, McpServerRepo | SecretStore> =>
   Effect.gen(function*() {
     const repo = yield* McpServerRepo
     const previous = yield* repo.get(entry.name)
@@ -166,7 +166,7 @@ export const upsert = (
  */
 export const unregister = (
   name: ServerName.ServerName
-): Effect.Effect<Option.Option<ReadonlyArray<string>>, SqlError, McpServerRepo | SecretStore> =>
+): Effect.Effect<Option.Option<ReadonlyArray<string>>, SqlError | CorruptRow, McpServerRepo | SecretStore> =>
   Effect.gen(function*() {
     const repo = yield* McpServerRepo
     const entry = yield* repo.get(name)

@@ -8,10 +8,14 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type { CorruptRow } from "./HostError.js"
+import * as Rows from "./Rows.js"
 
 /** The states the host records (`disabled` included; "host not running" is derived, never stored). */
 export type RecordedState = "starting" | "connected" | "failed" | "disabled"
@@ -47,37 +51,44 @@ export interface Heartbeat {
   readonly beatAt: string
 }
 
-/** Status and heartbeat storage. */
+/** Status and heartbeat storage. A row that cannot be read is a `CorruptRow` (HostError.ts). */
 export interface Service {
   readonly set: (status: Status) => Effect.Effect<void, SqlError>
   readonly remove: (name: string) => Effect.Effect<void, SqlError>
-  readonly all: Effect.Effect<ReadonlyArray<Status>, SqlError>
+  readonly all: Effect.Effect<ReadonlyArray<Status>, SqlError | CorruptRow>
   /** Forgets every status (a host starting or stopping). */
   readonly clear: Effect.Effect<void, SqlError>
   readonly beat: (heartbeat: Heartbeat) => Effect.Effect<void, SqlError>
-  readonly heartbeat: Effect.Effect<Option.Option<Heartbeat>, SqlError>
+  readonly heartbeat: Effect.Effect<Option.Option<Heartbeat>, SqlError | CorruptRow>
   /** Removes the heartbeat of this pid (a host stopping). */
   readonly stopBeating: (pid: number) => Effect.Effect<void, SqlError>
   /** Asks the running host for something (any process). */
   readonly request: (kind: Request["kind"], name: string, at: string) => Effect.Effect<void, SqlError>
   /** Takes (returns and deletes) the pending requests, oldest first. */
-  readonly takeRequests: Effect.Effect<ReadonlyArray<Request>, SqlError>
+  readonly takeRequests: Effect.Effect<ReadonlyArray<Request>, SqlError | CorruptRow>
 }
 
 /** Status and heartbeat storage. */
 export class StatusRepo extends Context.Tag("@skald/server/StatusRepo")<StatusRepo, Service>() {}
 
-interface Row {
-  readonly name: string
-  readonly status: RecordedState
-  readonly error: string | null
-  readonly tool_count: number | null
-  readonly pid: number | null
-  readonly pgid: number | null
-  readonly start_time: number | null
-  readonly next_retry_at: string | null
-  readonly since: string
-}
+/** A `mcp_server_status` row. */
+const StatusRow = Schema.Struct({
+  name: Schema.String,
+  status: Schema.Literal("starting", "connected", "failed", "disabled"),
+  error: Schema.NullOr(Schema.String),
+  tool_count: Schema.NullOr(Schema.Number),
+  pid: Schema.NullOr(Schema.Number),
+  pgid: Schema.NullOr(Schema.Number),
+  start_time: Schema.NullOr(Schema.Number),
+  next_retry_at: Schema.NullOr(Schema.String),
+  since: Schema.String
+})
+
+/** The `host_heartbeat` row. */
+const HeartbeatRow = Schema.Struct({ pid: Schema.Number, started_at: Schema.String, beat_at: Schema.String })
+
+/** A `host_requests` row. */
+const RequestRow = Schema.Struct({ id: Schema.Number, kind: Schema.Literal("restart", "secret"), name: Schema.String })
 
 /** The SQL implementation. */
 export const layer: Layer.Layer<StatusRepo, never, SqlClient.SqlClient> = Layer.effect(
@@ -94,8 +105,14 @@ export const layer: Layer.Layer<StatusRepo, never, SqlClient.SqlClient> = Layer.
             start_time = excluded.start_time, next_retry_at = excluded.next_retry_at, since = excluded.since`
           .pipe(Effect.asVoid),
       remove: (name) => sql`DELETE FROM mcp_server_status WHERE name = ${name}`.pipe(Effect.asVoid),
-      all: sql<Row>`SELECT name, status, error, tool_count, pid, pgid, start_time, next_retry_at, since
-        FROM mcp_server_status ORDER BY name`.pipe(
+      all: SqlSchema.findAll({
+        Request: Schema.Void,
+        Result: StatusRow,
+        execute: () =>
+          sql`SELECT name, status, error, tool_count, pid, pgid, start_time, next_retry_at, since
+            FROM mcp_server_status ORDER BY name`
+      })(undefined).pipe(
+        Effect.catchTag("ParseError", Rows.corrupt("mcp_server_status")),
         Effect.map((rows) =>
           rows.map((r): Status => ({
             name: r.name,
@@ -115,16 +132,23 @@ export const layer: Layer.Layer<StatusRepo, never, SqlClient.SqlClient> = Layer.
         sql`INSERT INTO host_heartbeat (id, pid, started_at, beat_at) VALUES (1, ${h.pid}, ${h.startedAt}, ${h.beatAt})
           ON CONFLICT (id) DO UPDATE SET pid = excluded.pid, started_at = excluded.started_at, beat_at = excluded.beat_at`
           .pipe(Effect.asVoid),
-      heartbeat: sql<{ pid: number; started_at: string; beat_at: string }>`SELECT pid, started_at, beat_at
-        FROM host_heartbeat WHERE id = 1`.pipe(
-          Effect.map((rows) =>
-            Option.map(Option.fromNullable(rows[0]), (r) => ({ pid: r.pid, startedAt: r.started_at, beatAt: r.beat_at }))
-          )
-        ),
+      heartbeat: SqlSchema.findOne({
+        Request: Schema.Void,
+        Result: HeartbeatRow,
+        execute: () => sql`SELECT pid, started_at, beat_at FROM host_heartbeat WHERE id = 1`
+      })(undefined).pipe(
+        Effect.catchTag("ParseError", Rows.corrupt("host_heartbeat", "1")),
+        Effect.map(Option.map((r) => ({ pid: r.pid, startedAt: r.started_at, beatAt: r.beat_at })))
+      ),
       stopBeating: (pid) => sql`DELETE FROM host_heartbeat WHERE id = 1 AND pid = ${pid}`.pipe(Effect.asVoid),
       request: (kind, name, at) =>
         sql`INSERT INTO host_requests (kind, name, requested_at) VALUES (${kind}, ${name}, ${at})`.pipe(Effect.asVoid),
-      takeRequests: sql<Request>`DELETE FROM host_requests RETURNING id, kind, name`.pipe(
+      takeRequests: SqlSchema.findAll({
+        Request: Schema.Void,
+        Result: RequestRow,
+        execute: () => sql`DELETE FROM host_requests RETURNING id, kind, name`
+      })(undefined).pipe(
+        Effect.catchTag("ParseError", Rows.corrupt("host_requests")),
         Effect.map((rows) => [...rows].sort((a, b) => a.id - b.id))
       )
     }

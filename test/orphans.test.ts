@@ -72,7 +72,10 @@ describe("shutdown", () => {
   it.live("a server that exits on stdin EOF is not signalled", () =>
     Effect.gen(function*() {
       const logs = makeLogCapture()
-      yield* Effect.scoped(connect("polite", fixture("hostile", undefined, ["silent"]), { transport: fast })).pipe(
+      // A long stdin grace: a polite server exits as soon as it sees EOF, however loaded the machine
+      // (100 ms was too short once); one that ignored EOF would still get SIGTERM, after 10 s.
+      const patient: TransportTuning = { stdinGrace: "10 seconds", termGrace: "100 millis" }
+      yield* Effect.scoped(connect("polite", fixture("hostile", undefined, ["silent"]), { transport: patient })).pipe(
         logs.provide
       )
       const lifecycle = logs.withTag("lifecycle")

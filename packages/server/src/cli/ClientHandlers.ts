@@ -4,7 +4,8 @@
  *
  * @since 0.1.0
  */
-import { Elicitation, McpClient } from "@skald/mcp"
+import * as Elicitation from "@skald/mcp/Elicitation"
+import * as McpClient from "@skald/mcp/McpClient"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"

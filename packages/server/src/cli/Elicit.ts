@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Elicitation } from "@skald/mcp"
+import * as Elicitation from "@skald/mcp/Elicitation"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"

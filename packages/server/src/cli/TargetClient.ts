@@ -4,7 +4,8 @@
  *
  * @since 0.1.0
  */
-import { HttpTransport, McpClient, StdioTransport } from "@skald/mcp"
+import type { McpClient } from "@skald/mcp"
+import * as StdioTransport from "@skald/mcp/StdioTransport"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
@@ -42,6 +43,8 @@ export const clientLayer = (target: Http) =>
         apiKey = Redacted.make(value)
       }
       // The transport brings its own HTTP (pooled keep-alive node:http): no HttpClient layer to provide.
+      // Loaded only for --http: node:http and node:https cost a stdio command ~2 MB at its peak.
+      const HttpTransport = yield* Effect.promise(() => import("@skald/mcp/HttpTransport"))
       return HttpTransport.layerClient({ server: new URL(url).host, url, apiKey }, clientOptions)
     }
     if (Option.isSome(target.apiKeyEnv)) {

@@ -97,6 +97,27 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
     const exited = yield* Deferred.make<ExitInfo>()
     const stderrTail: Array<string> = []
 
+    // Writes of one event-loop turn go out as one pipe write. The newlines are added by the join
+    // (a trailing empty item gives the last one), not by concatenating each message. Declared before
+    // the process is acquired: its release (shutdown) flushes, and may run before the code below
+    // does (an interruption right after the spawn, e.g. a server restarted while starting).
+    let pending: Array<string> = []
+    let scheduled = false
+    let stdin: NodeJS.WritableStream & { readonly writable: boolean } | undefined
+    const flush = () => {
+      scheduled = false
+      if (pending.length === 0) return
+      let data: string
+      if (pending.length === 1) {
+        data = `${pending[0]!}\n`
+      } else {
+        pending.push("")
+        data = pending.join("\n")
+      }
+      pending = []
+      if (stdin?.writable === true) stdin.write(data)
+    }
+
     const child = yield* Effect.acquireRelease(
       Effect.async<ChildProcess.ChildProcess, McpError.McpSpawnError>((resume) => {
         const handle = ChildProcess.spawn(options.command, options.args ?? [], {
@@ -131,6 +152,7 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
     )
 
     const pid = child.pid
+    stdin = child.stdin ?? undefined
     log("lifecycle", `started (pid ${pid}): ${commandLine}`)
 
     // stderr: captured line by line onto the log stream, tagged `stderr`, and kept for exit errors.
@@ -197,23 +219,6 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
       })
     })
 
-    // Writes of one event-loop turn go out as one pipe write. The newlines are added by the join
-    // (a trailing empty item gives the last one), not by concatenating each message.
-    let pending: Array<string> = []
-    let scheduled = false
-    const flush = () => {
-      scheduled = false
-      if (pending.length === 0) return
-      let data: string
-      if (pending.length === 1) {
-        data = `${pending[0]!}\n`
-      } else {
-        pending.push("")
-        data = pending.join("\n")
-      }
-      pending = []
-      if (child.stdin!.writable) child.stdin!.write(data)
-    }
     const send = (message: JsonRpc.Message) => {
       pending.push(JSON.stringify(message))
       if (!scheduled) {

@@ -48,7 +48,11 @@ const jobs = (): ReadonlyArray<Job> => {
     { key: "helpCli", label: "`--help` through the CLI (no fast path)", argv: [direct, "--help"] },
     { key: "versionTsc", label: "`--version`, tsc output", argv: [tscMain, "--version"] },
     { key: "tools", label: "`skald tools -- server-everything`", argv: [skald, "tools", "--", ...serverCommand] },
-    { key: "toolsTsc", label: "`tools -- server-everything`, tsc output", argv: [tscMain, "tools", "--", ...serverCommand] },
+    {
+      key: "toolsTsc",
+      label: "`tools -- server-everything`, tsc output",
+      argv: [tscMain, "tools", "--", ...serverCommand]
+    },
     {
       key: "sdk",
       label: "SDK-client script (bench/clients/sdk-tools.ts)",
@@ -98,10 +102,14 @@ const runOnce = (job: Job): Promise<Sample> =>
 
 /** Runs the section and prints its table (markdown on stdout, per-run lines on stderr). */
 export const runCliSection = async (runs = Number(process.env.BENCH_CLI_RUNS ?? 9)): Promise<void> => {
-  ChildProcess.execFileSync(process.execPath, [Path.join(root, "packages/server/scripts/bundle.js")], { stdio: "inherit" })
+  ChildProcess.execFileSync(process.execPath, [Path.join(root, "packages/server/scripts/bundle.js")], {
+    stdio: "inherit"
+  })
   const list = jobs()
   const samples = new Map<string, Array<Sample>>(list.map((j) => [j.key, []]))
-  process.stderr.write(`bench cli: ${runs} runs of ${list.length} commands, ${pin ? "client on CPU 0, server on CPU 1" : "not pinned"}\n`)
+  process.stderr.write(
+    `bench cli: ${runs} runs of ${list.length} commands, ${pin ? "client on CPU 0, server on CPU 1" : "not pinned"}\n`
+  )
   for (let run = 0; run < runs; run++) {
     const order = list.map((_, i) => list[(i + run) % list.length]!)
     for (const job of order) {
@@ -126,14 +134,22 @@ export const runCliSection = async (runs = Number(process.env.BENCH_CLI_RUNS ?? 
   for (const job of list) {
     const xs = of(job.key).map((s) => s.wallMs)
     const spread = ((Math.max(...xs) - Math.min(...xs)) / median(xs)) * 50
-    console.log(`| ${job.label} | ${fmt(wall(job.key), 0)} | ${fmt(cpu(job.key), 0)} | ${fmt(rss(job.key), 1)} | ±${fmt(spread, 0)}% |`)
+    console.log(
+      `| ${job.label} | ${fmt(wall(job.key), 0)} | ${fmt(cpu(job.key), 0)} | ${fmt(rss(job.key), 1)} | ±${
+        fmt(spread, 0)
+      }% |`
+    )
   }
   const verdict = (ok: boolean) => (ok ? "met" : "**not met**")
   console.log("\n| target | measured | |")
   console.log("| --- | ---: | --- |")
   console.log(`| \`skald --version\` ≤ 150 ms | ${fmt(wall("version"), 0)} ms | ${verdict(wall("version") <= 150)} |`)
   console.log(`| \`skald --help\` ≤ 150 ms | ${fmt(wall("help"), 0)} ms | ${verdict(wall("help") <= 150)} |`)
-  console.log(`| \`skald tools\` wall ≤ 1.1× the SDK script | ${fmt(toolsWall, 2)}× (tsc output: ${fmt(toolsTscWall, 2)}×) | ${verdict(toolsWall <= 1.1)} |`)
+  console.log(
+    `| \`skald tools\` wall ≤ 1.1× the SDK script | ${fmt(toolsWall, 2)}× (tsc output: ${fmt(toolsTscWall, 2)}×) | ${
+      verdict(toolsWall <= 1.1)
+    } |`
+  )
   console.log(`| \`skald tools\` peak RSS ≤ the SDK script's | ${fmt(toolsRss, 2)}× | ${verdict(toolsRss <= 1)} |`)
   console.log(`| (not a target) \`skald tools\` client CPU / the SDK script's | ${fmt(toolsCpu, 2)}× | |`)
   console.log(

@@ -23,7 +23,11 @@ const loopback = Effect.gen(function*() {
     if (!("id" in m) || !("method" in m)) return
     const params = m.params as { readonly protocolVersion?: string; readonly arguments?: { readonly message?: string } }
     const result = m.method === "initialize"
-      ? { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "loopback", version: "1" } }
+      ? {
+        protocolVersion: params.protocolVersion,
+        capabilities: { tools: {} },
+        serverInfo: { name: "loopback", version: "1" }
+      }
       : m.method === "tools/list"
       ? { tools: [{ name: "echo", inputSchema: { type: "object" } }] }
       : { content: [{ type: "text", text: params.arguments?.message ?? "" }] }
@@ -84,6 +88,8 @@ const perRound = await Effect.runPromise(Effect.scoped(program).pipe(Effect.exit
 }))
 for (const r of perRound) process.stderr.write(`  ${r.cpu.toFixed(2)} µs CPU/call, ${r.rate.toFixed(0)} calls/s\n`)
 console.log(
-  `engine (${inFlight} in flight, ${calls} calls × ${rounds} rounds): median ${median(perRound.map((r) => r.cpu)).toFixed(2)} µs CPU/call, ` +
+  `engine (${inFlight} in flight, ${calls} calls × ${rounds} rounds): median ${
+    median(perRound.map((r) => r.cpu)).toFixed(2)
+  } µs CPU/call, ` +
     `${median(perRound.map((r) => r.rate)).toFixed(0)} calls/s`
 )

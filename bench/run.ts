@@ -89,9 +89,13 @@ for (const server of servers) {
     const ratio = (other: Client) => median(per("skald").map((v, i) => v / per(other)[i]!))
     console.log(
       `| ${label} | ${fmt(median(per("skald")), digits)} | ${fmt(median(per("sdk")), digits)} | ` +
-        `${fmt(median(per("raw")), digits)} | ${fmt(ratio("sdk"), 2)}× | ${fmt(ratio("raw"), 2)}× | ±${fmt(spread(per("skald")) / 2, 0)}% |`
+        `${fmt(median(per("raw")), digits)} | ${fmt(ratio("sdk"), 2)}× | ${fmt(ratio("raw"), 2)}× | ±${
+          fmt(spread(per("skald")) / 2, 0)
+        }% |`
     )
   }
 }
-if (servers.length > 0) console.log("\nRatios are per round (same round, same machine state), then the median across rounds.")
+if (servers.length > 0) {
+  console.log("\nRatios are per round (same round, same machine state), then the median across rounds.")
+}
 if (sections.includes("cli")) await runCliSection()

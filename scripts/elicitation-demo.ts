@@ -68,7 +68,8 @@ const text = (value: string, isError = false): CallToolResult =>
   isError ? { content: [{ type: "text", text: value }], isError: true } : { content: [{ type: "text", text: value }] }
 
 const fingerprintKey = randomBytes(32)
-const fingerprint = (secret: string): string => createHmac("sha256", fingerprintKey).update(secret, "utf8").digest("hex").slice(0, 12)
+const fingerprint = (secret: string): string =>
+  createHmac("sha256", fingerprintKey).update(secret, "utf8").digest("hex").slice(0, 12)
 
 /** What we may say about a secret: its length and fingerprint. */
 const describeSecret = (secret: string): string =>
@@ -122,7 +123,11 @@ server.registerTool(
       })
       if (answer.action !== "accept") return notAnswered("ask_secret", answer)
       log(`ask_secret: accept (${[...answer.value].length} characters)`)
-      return text(`ask_secret: got a secret of ${describeSecret(answer.value)} (asked ${mode === "url" ? "on a one-time page" : "in a form"})`)
+      return text(
+        `ask_secret: got a secret of ${describeSecret(answer.value)} (asked ${
+          mode === "url" ? "on a one-time page" : "in a form"
+        })`
+      )
     } catch (error) {
       return unsupported("ask_secret", error)
     }

@@ -83,7 +83,9 @@ const resolveClient = async (options: Options): Promise<OAuthClient> => {
   if (options.clientId !== undefined && options.clientSecret !== undefined) {
     return { client_id: options.clientId, client_secret: options.clientSecret }
   }
-  throw new UsageError("give --client-secrets FILE, or the client id and secret (--client-id/--client-secret or GCAL_CLIENT_ID/GCAL_CLIENT_SECRET)")
+  throw new UsageError(
+    "give --client-secrets FILE, or the client id and secret (--client-id/--client-secret or GCAL_CLIENT_ID/GCAL_CLIENT_SECRET)"
+  )
 }
 
 const page = (title: string, body: string): string =>
@@ -107,7 +109,14 @@ const run = async (options: Options): Promise<string> => {
   const redirectUri = `http://127.0.0.1:${port}/`
 
   try {
-    const url = consentUrl({ authUrl: config.authUrl, clientId: client.client_id, redirectUri, scope: CALENDAR_SCOPE, state, challenge })
+    const url = consentUrl({
+      authUrl: config.authUrl,
+      clientId: client.client_id,
+      redirectUri,
+      scope: CALENDAR_SCOPE,
+      state,
+      challenge
+    })
     process.stderr.write(
       `Open this URL in a browser, sign in and allow access to Google Calendar:\n\n  ${url}\n\n` +
         `Waiting up to ${options.timeoutSeconds} s for the browser to come back to ${redirectUri} …\n`
@@ -123,22 +132,39 @@ const run = async (options: Options): Promise<string> => {
         else reject(outcome.error)
       }
       const timer = setTimeout(
-        () => finish({ error: new GcalError(`no answer from the browser within ${options.timeoutSeconds} s; run the setup again`) }),
+        () =>
+          finish({
+            error: new GcalError(`no answer from the browser within ${options.timeoutSeconds} s; run the setup again`)
+          }),
         options.timeoutSeconds * 1000
       )
 
       server.on("request", (req, res) => {
         const reply = (status: number, title: string, body: string) => {
-          res.writeHead(status, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", connection: "close" })
+          res.writeHead(status, {
+            "content-type": "text/html; charset=utf-8",
+            "cache-control": "no-store",
+            connection: "close"
+          })
           res.end(page(title, body))
         }
         const incoming = new URL(req.url ?? "/", redirectUri)
-        if (req.method !== "GET" || incoming.pathname !== "/") return reply(404, "Not found", "This is the Skald Google Calendar setup.")
+        if (req.method !== "GET" || incoming.pathname !== "/") {
+          return reply(404, "Not found", "This is the Skald Google Calendar setup.")
+        }
         if (done) return reply(409, "Already done", "The setup has finished; you can close this window.")
         const params = incoming.searchParams
         if (params.get("state") !== state) {
-          reply(400, "Sign-in refused", "The answer does not belong to this sign-in (state mismatch). Run the setup again.")
-          return finish({ error: new GcalError("the redirect's state does not match this sign-in (a stale or forged answer); nothing was stored. Run the setup again") })
+          reply(
+            400,
+            "Sign-in refused",
+            "The answer does not belong to this sign-in (state mismatch). Run the setup again."
+          )
+          return finish({
+            error: new GcalError(
+              "the redirect's state does not match this sign-in (a stale or forged answer); nothing was stored. Run the setup again"
+            )
+          })
         }
         const error = params.get("error")
         if (error !== null) {
@@ -146,7 +172,9 @@ const run = async (options: Options): Promise<string> => {
           return finish({ error: new GcalError(`Google did not grant access (${error}); nothing was stored`) })
         }
         const code = params.get("code")
-        if (code === null || code.length === 0) return reply(400, "No code", "The answer carries no authorization code.")
+        if (code === null || code.length === 0) {
+          return reply(400, "No code", "The answer carries no authorization code.")
+        }
         done = true
         clearTimeout(timer)
         exchange(code)
@@ -182,7 +210,11 @@ const run = async (options: Options): Promise<string> => {
       )
     } catch (error) {
       if (error instanceof TokenEndpointError) {
-        throw new GcalError(`Google refused to exchange the authorization code: ${error.error}${error.description !== undefined ? ` (${error.description})` : ""}`)
+        throw new GcalError(
+          `Google refused to exchange the authorization code: ${error.error}${
+            error.description !== undefined ? ` (${error.description})` : ""
+          }`
+        )
       }
       throw error
     }
@@ -192,7 +224,9 @@ const run = async (options: Options): Promise<string> => {
       )
     }
     if (answer.scope !== undefined && !answer.scope.split(/\s+/).includes(CALENDAR_SCOPE)) {
-      throw new GcalError(`Google Calendar access was not granted (granted: ${answer.scope}). Run the setup again and allow calendar access`)
+      throw new GcalError(
+        `Google Calendar access was not granted (granted: ${answer.scope}). Run the setup again and allow calendar access`
+      )
     }
     await writeCredentials(config.credentialsFile, {
       client_id: client.client_id,

@@ -75,19 +75,18 @@ registerTools(server, api)
 
 const transport = new StdioServerTransport()
 
-const poller =
-  config.pollSeconds > 0
-    ? new Poller({
-      api,
-      calendars: config.pollCalendars,
-      stateFile: config.pollStateFile,
-      intervalSeconds: config.pollSeconds,
-      overlapSeconds: config.pollOverlapSeconds,
-      // A JSON-RPC notification outside `notifications/`: written straight to the transport,
-      // which serialises it with the protocol's own messages on stdout.
-      notify: (method, params) => transport.send({ jsonrpc: "2.0", method, params: { ...params } })
-    })
-    : undefined
+const poller = config.pollSeconds > 0
+  ? new Poller({
+    api,
+    calendars: config.pollCalendars,
+    stateFile: config.pollStateFile,
+    intervalSeconds: config.pollSeconds,
+    overlapSeconds: config.pollOverlapSeconds,
+    // A JSON-RPC notification outside `notifications/`: written straight to the transport,
+    // which serialises it with the protocol's own messages on stdout.
+    notify: (method, params) => transport.send({ jsonrpc: "2.0", method, params: { ...params } })
+  })
+  : undefined
 
 // Polling starts once the client has finished initializing, so no event precedes the handshake.
 server.server.oninitialized = () => poller?.start()

@@ -32,7 +32,9 @@ try {
   config = loadConfig()
   elicitationTimeoutMs()
 } catch (error) {
-  process.stderr.write(`ssh-server: ${error instanceof ConfigError || error instanceof Error ? error.message : String(error)}\n`)
+  process.stderr.write(
+    `ssh-server: ${error instanceof ConfigError || error instanceof Error ? error.message : String(error)}\n`
+  )
   process.exit(2)
 }
 
@@ -72,4 +74,8 @@ const transport = new StdioServerTransport()
 transport.onclose = () => shutdown("the transport closed")
 await server.connect(transport)
 log.attach(server)
-log.info(`ready: aliases in ${config.aliasesFile}, known hosts in ${config.knownHostsFile}, pool TTL ${config.poolTtlMs / 1000} s`)
+log.info(
+  `ready: aliases in ${config.aliasesFile}, known hosts in ${config.knownHostsFile}, pool TTL ${
+    config.poolTtlMs / 1000
+  } s`
+)

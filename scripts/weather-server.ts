@@ -21,8 +21,8 @@ import {
   coordinates,
   DEFAULT_URLS,
   displayUrl,
-  ENV,
   endpointsFromEnv,
+  ENV,
   geocode,
   getJson,
   makeStats,
@@ -83,15 +83,21 @@ const text = (value: string, isError = false): CallToolResult =>
 const failure = (error: unknown): CallToolResult => {
   if (error instanceof WeatherError) return text(`Error: ${error.message}`, true)
   // Not ours: say so without a stack trace.
-  process.stderr.write(`weather-server: unexpected failure: ${error instanceof Error ? error.message : String(error)}\n`)
+  process.stderr.write(
+    `weather-server: unexpected failure: ${error instanceof Error ? error.message : String(error)}\n`
+  )
   return text(`Error: unexpected failure (${error instanceof Error ? error.message : String(error)})`, true)
 }
 
 const locationArgs = {
   location: z.string().min(1).max(200).optional()
     .describe("Place name, e.g. \"Berlin\", \"Paris, FR\" (ISO country code) or \"Springfield, Missouri\""),
-  latitude: z.number().min(-90).max(90).optional().describe("Latitude in degrees (with longitude, instead of location)"),
-  longitude: z.number().min(-180).max(180).optional().describe("Longitude in degrees (with latitude, instead of location)")
+  latitude: z.number().min(-90).max(90).optional().describe(
+    "Latitude in degrees (with longitude, instead of location)"
+  ),
+  longitude: z.number().min(-180).max(180).optional().describe(
+    "Longitude in degrees (with latitude, instead of location)"
+  )
 }
 
 const unitsArg = z.enum(["metric", "imperial"]).optional()
@@ -146,7 +152,8 @@ server.registerTool(
   "get_current_weather",
   {
     title: "Current weather",
-    description: "Current weather conditions (temperature, feels-like, humidity, wind, precipitation, clouds, pressure) "
+    description:
+      "Current weather conditions (temperature, feels-like, humidity, wind, precipitation, clouds, pressure) "
       + "for a place name or latitude/longitude.",
     inputSchema: { ...locationArgs, units: unitsArg },
     annotations: { readOnlyHint: true, openWorldHint: true }
@@ -167,9 +174,11 @@ server.registerTool(
       const lines = [
         `Current weather in ${where(place)} at ${str(now.time) ?? "an unknown time"} (${str(json.timezone) ?? "GMT"}):`,
         `${describeWeather(num(now.weather_code))}, ${v("temperature_2m")} (feels like ${v("apparent_temperature")})`
-          + (num(now.is_day) === 0 ? ", night" : ""),
+        + (num(now.is_day) === 0 ? ", night" : ""),
         `Humidity ${v("relative_humidity_2m")}, cloud cover ${v("cloud_cover")}, pressure ${v("pressure_msl")}`,
-        `Wind ${v("wind_speed_10m")}${direction === null ? "" : ` from ${compass(direction)} (${direction}°)`}, gusts ${v("wind_gusts_10m")}`,
+        `Wind ${v("wind_speed_10m")}${direction === null ? "" : ` from ${compass(direction)} (${direction}°)`}, gusts ${
+          v("wind_gusts_10m")
+        }`,
         `Precipitation ${v("precipitation")}`
       ]
       return text(lines.join("\n"))
@@ -233,7 +242,9 @@ server.registerTool(
         const probability = at("precipitation_probability_max")
         lines.push(
           `${str(date) ?? "?"}: ${describeWeather(at("weather_code"))}, `
-            + `${withUnit(at("temperature_2m_min"), du.temperature_2m_min)} to ${withUnit(at("temperature_2m_max"), du.temperature_2m_max)}, `
+            + `${withUnit(at("temperature_2m_min"), du.temperature_2m_min)} to ${
+              withUnit(at("temperature_2m_max"), du.temperature_2m_max)
+            }, `
             + `precipitation ${withUnit(at("precipitation_sum"), du.precipitation_sum)}`
             + (probability === null ? "" : ` (${withUnit(probability, du.precipitation_probability_max)} chance)`)
             + `, wind up to ${withUnit(at("wind_speed_10m_max"), du.wind_speed_10m_max)}`
@@ -248,7 +259,9 @@ server.registerTool(
         series(hourly, "time").forEach((time, i) => {
           const at = (key: string) => num(series(hourly, key)[i])
           lines.push(
-            `${str(time) ?? "?"}: ${withUnit(at("temperature_2m"), hu.temperature_2m)}, ${describeWeather(at("weather_code"))}, `
+            `${str(time) ?? "?"}: ${withUnit(at("temperature_2m"), hu.temperature_2m)}, ${
+              describeWeather(at("weather_code"))
+            }, `
               + `precipitation ${withUnit(at("precipitation_probability"), hu.precipitation_probability)} chance, `
               + `wind ${withUnit(at("wind_speed_10m"), hu.wind_speed_10m)}`
           )
@@ -321,7 +334,10 @@ server.registerTool(
         timezone: "auto"
       }, extra.signal)
       const now = block(json, "current", "air-quality")
-      const pollutants = Object.fromEntries(POLLUTANTS.map((p) => [p, num(now[p])])) as Record<(typeof POLLUTANTS)[number], number | null>
+      const pollutants = Object.fromEntries(POLLUTANTS.map((p) => [p, num(now[p])])) as Record<
+        (typeof POLLUTANTS)[number],
+        number | null
+      >
       const european = num(now.european_aqi)
       const us = num(now.us_aqi)
       const uv = num(now.uv_index)
@@ -332,8 +348,8 @@ server.registerTool(
       const headline = eu ?? usb
       const summary = [
         `${headline?.emoji ?? "❔"} Air quality in ${where(place)}${time === "" ? "" : ` at ${time}`}: `
-          + `European AQI ${european ?? "n/a"}${eu === null ? "" : ` (${eu.category})`}, `
-          + `US AQI ${us ?? "n/a"}${usb === null ? "" : ` (${usb.category})`}.`,
+        + `European AQI ${european ?? "n/a"}${eu === null ? "" : ` (${eu.category})`}, `
+        + `US AQI ${us ?? "n/a"}${usb === null ? "" : ` (${usb.category})`}.`,
         `Pollutants (μg/m³): ${POLLUTANTS.map((p) => `${POLLUTANT_LABEL[p]} ${pollutants[p] ?? "n/a"}`).join(", ")}.`,
         `UV index ${uv ?? "n/a"}${uv === null ? "" : ` (${uvBand(uv)})`}.`
       ].join("\n")
@@ -382,7 +398,7 @@ server.registerTool(
       `HTTP timeout: ${endpoints.timeoutMs / 1000} s`,
       `API key: ${endpoints.apiKey === undefined ? "none (free tier)" : `set (${ENV.apiKey})`}`,
       `requests so far: ${stats.ok + stats.failed} (${stats.ok} ok, ${stats.failed} failed)`
-        + (stats.lastFailure === undefined ? "" : `; last failure: ${stats.lastFailure}`)
+      + (stats.lastFailure === undefined ? "" : `; last failure: ${stats.lastFailure}`)
     ]
     if (probe === true) {
       const check = async (label: string, run: () => Promise<unknown>) => {
@@ -395,12 +411,40 @@ server.registerTool(
       }
       const origin = { latitude: "0", longitude: "0" }
       lines.push(
-        await check("forecast API", () =>
-          getJson(endpoints, stats, "forecast", endpoints.forecast, { ...origin, current: "temperature_2m" }, extra.signal)),
-        await check("air-quality API", () =>
-          getJson(endpoints, stats, "air-quality", endpoints.airQuality, { ...origin, current: "european_aqi" }, extra.signal)),
-        await check("geocoding API", () =>
-          getJson(endpoints, stats, "geocoding", endpoints.geocoding, { name: "Berlin", count: "1", language: "en", format: "json" }, extra.signal))
+        await check(
+          "forecast API",
+          () =>
+            getJson(
+              endpoints,
+              stats,
+              "forecast",
+              endpoints.forecast,
+              { ...origin, current: "temperature_2m" },
+              extra.signal
+            )
+        ),
+        await check(
+          "air-quality API",
+          () =>
+            getJson(
+              endpoints,
+              stats,
+              "air-quality",
+              endpoints.airQuality,
+              { ...origin, current: "european_aqi" },
+              extra.signal
+            )
+        ),
+        await check(
+          "geocoding API",
+          () =>
+            getJson(endpoints, stats, "geocoding", endpoints.geocoding, {
+              name: "Berlin",
+              count: "1",
+              language: "en",
+              format: "json"
+            }, extra.signal)
+        )
       )
     }
     return text(lines.join("\n"))

@@ -44,7 +44,11 @@ describe("cancellation", () => {
       assert.deepStrictEqual(cancelled, [{ event: "cancelled", requestId: id, reason: McpClient.TIMEOUT_REASON }])
       assert.strictEqual(McpClient.TIMEOUT_REASON, "timeout")
       // The SDK aborted the handler with that reason.
-      assert.deepStrictEqual(all.filter((r) => r.event === "aborted"), [{ event: "aborted", requestId: id, reason: "timeout" }])
+      assert.deepStrictEqual(all.filter((r) => r.event === "aborted"), [{
+        event: "aborted",
+        requestId: id,
+        reason: "timeout"
+      }])
     }))
 
   it.scopedLive("interrupting a call sends one notifications/cancelled with the stop reason", () =>

@@ -7,11 +7,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cli } from "@skald/server"
+import * as Help from "@skald/server/cli/Help"
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import * as Help from "@skald/server/cli/Help"
 import { runSkald } from "./cli-support.js"
 import { makeHome } from "./host-support.js"
 
@@ -23,7 +23,21 @@ const commands = Help.all(Help.tree(Cli.command)).map((n) => n.path.slice(1))
 describe("skald CLI conventions", () => {
   it("the tree is walked: every command, nested ones included", () => {
     const names = commands.map((c) => c.join(" "))
-    for (const c of ["", "tools", "call", "mcp", "mcp add", "mcp show", "mcp call", "mcp logs", "secret set", "serve", "events"]) {
+    for (
+      const c of [
+        "",
+        "tools",
+        "call",
+        "mcp",
+        "mcp add",
+        "mcp show",
+        "mcp call",
+        "mcp logs",
+        "secret set",
+        "serve",
+        "events"
+      ]
+    ) {
       assert.include(names, c)
     }
   })
@@ -102,11 +116,13 @@ describe("skald CLI conventions", () => {
 
   it("global options anywhere before `--`: --log-level and --home after the command's options", async () => {
     const home = makeHome()
-    for (const args of [
-      ["mcp", "list", "--json", "--log-level", "debug", "--home", home],
-      ["--log-level=debug", "mcp", "list", "--home", home, "--json"],
-      ["--home", home, "mcp", "--log-level", "debug", "list", "--json"]
-    ]) {
+    for (
+      const args of [
+        ["mcp", "list", "--json", "--log-level", "debug", "--home", home],
+        ["--log-level=debug", "mcp", "list", "--home", home, "--json"],
+        ["--home", home, "mcp", "--log-level", "debug", "list", "--json"]
+      ]
+    ) {
       const r = await runSkald(args)
       assert.strictEqual(r.status, 0, `${args.join(" ")}: ${r.stderr}`)
       assert.deepStrictEqual(JSON.parse(r.stdout), [])
@@ -149,14 +165,31 @@ describe("skald CLI conventions", () => {
     const script = Path.join(dir, "skald.bash")
     Fs.writeFileSync(script, r.stdout)
     const complete = (line: ReadonlyArray<string>) =>
-      execFileSync("bash", ["-c", [
-        `source ${JSON.stringify(script)}`,
-        `COMP_WORDS=(${line.map((w) => JSON.stringify(w)).join(" ")})`,
-        `COMP_CWORD=${line.length - 1}`,
-        "_skald_completions",
-        "printf '%s\\n' \"${COMPREPLY[@]}\""
-      ].join("\n")], { encoding: "utf8" }).trim().split("\n").filter((l) => l.length > 0).sort()
-    assert.deepStrictEqual(complete(["skald", "mcp", ""]), ["--help", "--log-level", "add", "call", "disable", "enable", "import", "list", "logs", "restart", "rm", "show", "tools"])
+      execFileSync("bash", [
+        "-c",
+        [
+          `source ${JSON.stringify(script)}`,
+          `COMP_WORDS=(${line.map((w) => JSON.stringify(w)).join(" ")})`,
+          `COMP_CWORD=${line.length - 1}`,
+          "_skald_completions",
+          "printf '%s\\n' \"${COMPREPLY[@]}\""
+        ].join("\n")
+      ], { encoding: "utf8" }).trim().split("\n").filter((l) => l.length > 0).sort()
+    assert.deepStrictEqual(complete(["skald", "mcp", ""]), [
+      "--help",
+      "--log-level",
+      "add",
+      "call",
+      "disable",
+      "enable",
+      "import",
+      "list",
+      "logs",
+      "restart",
+      "rm",
+      "show",
+      "tools"
+    ])
     assert.includeMembers(complete(["skald", ""]), ["tools", "call", "mcp", "secret", "serve", "events"])
     assert.notInclude(complete(["skald", ""]), "add")
     assert.deepStrictEqual(complete(["skald", "mcp", "sh"]), ["show"])

@@ -11,7 +11,11 @@ import * as Path from "node:path"
 import { root, runScript, runSkald, skald } from "./cli-support.js"
 
 const server = Path.join(root, "packages/server")
-const everything = ["node", Path.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "stdio"]
+const everything = [
+  "node",
+  Path.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
+  "stdio"
+]
 const tscMain = Path.join(server, "dist/cli/main.js")
 const bundleDir = Path.join(server, "dist/bundle")
 
@@ -22,7 +26,12 @@ const quote = (word: string) => `'${word.replace(/'/g, "'\\''")}'`
  * Runs `node SCRIPT ARGS…` with stdout on a terminal `columns` wide (a pseudo-terminal made by
  * util-linux `script`), and returns what it printed there.
  */
-const runOnTerminal = (script: string, args: ReadonlyArray<string>, columns: number, env: Record<string, string> = {}) =>
+const runOnTerminal = (
+  script: string,
+  args: ReadonlyArray<string>,
+  columns: number,
+  env: Record<string, string> = {}
+) =>
   new Promise<string>((resolve, reject) => {
     const line = `stty cols ${columns}; exec ${[process.execPath, script, ...args].map(quote).join(" ")}`
     execFile("script", ["-qec", line, "/dev/null"], { cwd: root, env: { ...process.env, ...env } }, (error, stdout) =>
@@ -56,7 +65,11 @@ describe("skald start-up", () => {
     for (const [columns, env] of [[120, { NO_COLOR: "" }], [60, { NO_COLOR: "1" }], [80, { NO_COLOR: "" }]] as const) {
       const live = await runOnTerminal(tscMain, ["--help"], columns, env)
       assert.strictEqual(await runOnTerminal(skald, ["--help"], columns, env), live, `a terminal ${columns} wide`)
-      assert.notStrictEqual(live.replace(/\r\n/g, "\n"), (await runSkald(["--help"])).stdout, `a terminal ${columns} wide`)
+      assert.notStrictEqual(
+        live.replace(/\r\n/g, "\n"),
+        (await runSkald(["--help"])).stdout,
+        `a terminal ${columns} wide`
+      )
     }
     // Anything else goes to the CLI itself.
     const sub = await runSkald(["tools", "--help"])
@@ -75,10 +88,15 @@ describe("skald start-up", () => {
       }
       write("bin/skald.js", Fs.readFileSync(skald, "utf8"))
       write("package.json", "{\"type\":\"module\"}")
-      const echo = (who: string) => `process.stdout.write(${JSON.stringify(who)} + " " + JSON.stringify(process.argv.slice(2)))\n`
+      const echo = (who: string) =>
+        `process.stdout.write(${JSON.stringify(who)} + " " + JSON.stringify(process.argv.slice(2)))\n`
       write("dist/cli/main.js", echo("tsc"))
       write("dist/bundle/main.js", echo("bundle"))
-      const stampFiles = ["build/tsconfig.src.tsbuildinfo", "../mcp/build/tsconfig.src.tsbuildinfo", "../domain/build/tsconfig.src.tsbuildinfo"]
+      const stampFiles = [
+        "build/tsconfig.src.tsbuildinfo",
+        "../mcp/build/tsconfig.src.tsbuildinfo",
+        "../domain/build/tsconfig.src.tsbuildinfo"
+      ]
       for (const file of stampFiles) write(file, "{}")
       const stamps = Object.fromEntries(stampFiles.map((f) => [f, Fs.statSync(Path.join(pkg, f)).mtimeMs]))
       const record = { stamps, version: { stdout: "9.9.9\n\n", status: 0 }, help: { stdout: "the help\n", status: 0 } }
@@ -99,7 +117,10 @@ describe("skald start-up", () => {
       assert.strictEqual(await onTerminal(120, { NO_COLOR: "1" }), "bundle [\"--help\"]")
       assert.strictEqual(await onTerminal(80, { NO_COLOR: "" }), "bundle [\"--help\"]")
       assert.strictEqual((await onTerminal(80, { NO_COLOR: "1" })).replace(/\r\n/g, "\n"), "the help\n")
-      assert.strictEqual((await runOnTerminal(Path.join(pkg, "bin/skald.js"), ["--version"], 120)).replace(/\r\n/g, "\n"), "9.9.9\n\n")
+      assert.strictEqual(
+        (await runOnTerminal(Path.join(pkg, "bin/skald.js"), ["--version"], 120)).replace(/\r\n/g, "\n"),
+        "9.9.9\n\n"
+      )
 
       // A rebuild by tsc alone (a newer tsbuildinfo of any package): the bundle is stale.
       const later = new Date(Date.now() + 5000)
@@ -149,12 +170,21 @@ describe("skald start-up", () => {
       return [...loaded]
     }
     const outputFor = (entry: RegExp) => {
-      const found = Object.keys(meta.outputs).find((f) => f.endsWith(".js") && Object.keys(meta.outputs[f]!.inputs).some((i) => entry.test(i)))
+      const found = Object.keys(meta.outputs).find((f) =>
+        f.endsWith(".js") && Object.keys(meta.outputs[f]!.inputs).some((i) => entry.test(i))
+      )
       assert.isDefined(found, String(entry))
       return found!
     }
     const tree = staticClosure(outputFor(/packages\/server\/dist\/cli\/main\.js$/))
-    const heavy = [/better-sqlite3/, /@effect\/sql/, /packages\/mcp\//, /server\/dist\/host\//, /NodeHttpServer/, /ssh2/]
+    const heavy = [
+      /better-sqlite3/,
+      /@effect\/sql/,
+      /packages\/mcp\//,
+      /server\/dist\/host\//,
+      /NodeHttpServer/,
+      /ssh2/
+    ]
     for (const pattern of heavy) {
       assert.deepStrictEqual(tree.filter((i) => pattern.test(i)), [], `the command tree loads ${pattern}`)
     }
@@ -182,7 +212,10 @@ describe("skald start-up", () => {
     child.stderr.on("data", (d) => (stderr += String(d)))
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
     // The input comes a while after start-up, as from a slow pipe; stdin stays open until then.
-    const early = await Promise.race([exited.then(() => "exited" as const), new Promise<"waiting">((r) => setTimeout(() => r("waiting"), 1500))])
+    const early = await Promise.race([
+      exited.then(() => "exited" as const),
+      new Promise<"waiting">((r) => setTimeout(() => r("waiting"), 1500))
+    ])
     assert.strictEqual(early, "waiting", stderr)
     child.stdin.write(input)
     child.stdin.end()

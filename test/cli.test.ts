@@ -8,7 +8,11 @@ import { isAlive, readRecords } from "./support.js"
 
 const root = Path.resolve(import.meta.dirname, "..")
 const skald = Path.join(root, "packages/server/bin/skald.js")
-const everything = ["node", Path.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "stdio"]
+const everything = [
+  "node",
+  Path.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
+  "stdio"
+]
 
 interface Run {
   readonly status: number | null
@@ -18,16 +22,23 @@ interface Run {
 
 const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<Run> =>
   new Promise((resolve) => {
-    execFile(process.execPath, [skald, ...args], { cwd: root, env: { ...process.env, ...env } }, (error, stdout, stderr) => {
-      resolve({ status: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr })
-    })
+    execFile(
+      process.execPath,
+      [skald, ...args],
+      { cwd: root, env: { ...process.env, ...env } },
+      (error, stdout, stderr) => {
+        resolve({ status: error ? (typeof error.code === "number" ? error.code : null) : 0, stdout, stderr })
+      }
+    )
   })
 
 describe("skald CLI over stdio", () => {
   it("tools --json lists every tool as sent, including those registered after initialize", async () => {
     const r = await run(["tools", "--json", "--", ...everything])
     assert.strictEqual(r.status, 0, r.stderr)
-    const tools = JSON.parse(r.stdout) as Array<{ name: string; execution?: { taskSupport?: string }; outputSchema?: unknown }>
+    const tools = JSON.parse(r.stdout) as Array<
+      { name: string; execution?: { taskSupport?: string }; outputSchema?: unknown }
+    >
     const byName = new Map(tools.map((t) => [t.name, t]))
     assert.strictEqual(byName.get("simulate-research-query")?.execution?.taskSupport, "required")
     assert.isDefined(byName.get("get-structured-content")?.outputSchema)
@@ -43,7 +54,14 @@ describe("skald CLI over stdio", () => {
   })
 
   it("call prints structuredContent as pretty JSON", async () => {
-    const r = await run(["call", "get-structured-content", "--args", "{\"location\":\"New York\"}", "--", ...everything])
+    const r = await run([
+      "call",
+      "get-structured-content",
+      "--args",
+      "{\"location\":\"New York\"}",
+      "--",
+      ...everything
+    ])
     assert.strictEqual(r.status, 0, r.stderr)
     const value = JSON.parse(r.stdout) as { temperature: number }
     assert.isNumber(value.temperature)
@@ -209,7 +227,15 @@ describe("skald CLI over stdio", () => {
     const fromFile = await run(["call", "trigger-elicitation-request", "--elicit", `@${file}`, "--", ...everything])
     assert.strictEqual(fromFile.status, 0, fromFile.stderr)
     assert.include(fromFile.stdout, "declined")
-    const child = spawn(process.execPath, [skald, "call", "trigger-elicitation-request", "--elicit", "@-", "--", ...everything], {
+    const child = spawn(process.execPath, [
+      skald,
+      "call",
+      "trigger-elicitation-request",
+      "--elicit",
+      "@-",
+      "--",
+      ...everything
+    ], {
       cwd: root,
       stdio: ["pipe", "pipe", "pipe"]
     })
@@ -260,7 +286,15 @@ describe("skald CLI over stdio", () => {
 
   it("after --elicit accepts a URL elicitation, the server's completion notification is reported", async () => {
     const server = fixture("elicit")
-    const r = await run(["call", "url_flow", "--elicit", JSON.stringify({ action: "accept" }), "--", server.command, ...server.args])
+    const r = await run([
+      "call",
+      "url_flow",
+      "--elicit",
+      JSON.stringify({ action: "accept" }),
+      "--",
+      server.command,
+      ...server.args
+    ])
     assert.strictEqual(r.status, 0, r.stderr)
     assert.match(r.stderr, /asks you to open http:\/\/127\.0\.0\.1:\d+\//)
     assert.match(r.stderr, /the server says the URL flow .+ is complete/)

@@ -44,7 +44,11 @@ interface Target {
    */
   readonly notificationsDuringCall: boolean
   /** A client of fixture `kind` (echo, cancel, structured, media, paginated). */
-  readonly layer: (kind: string, env?: Env, client?: McpClient.Options) => Layer.Layer<McpClient.McpClient, McpError.McpError | Error>
+  readonly layer: (
+    kind: string,
+    env?: Env,
+    client?: McpClient.Options
+  ) => Layer.Layer<McpClient.McpClient, McpError.McpError | Error>
 }
 
 const overHttp = (mode: "stateful" | "stateless" | "json"): Target => ({
@@ -85,87 +89,90 @@ const connect = (
 const echoTools = ["echo", "fail", "log", "ping_client", "ask_roots"]
 
 for (const target of targets) {
-  layer(target.layer("echo"), { excludeTestServices: true })(`${target.name}: echo fixture (one shared connection)`, (it) => {
-    it.effect("initializes with the current protocol version and the server's identity", () =>
-      Effect.gen(function*() {
-        const client = yield* McpClient.McpClient
-        assert.strictEqual(client.identity.protocolVersion, "2025-11-25")
-        assert.strictEqual(client.identity.serverInfo.name, "fixture-echo")
-        assert.strictEqual(client.identity.instructions, "Say something and it is said back.")
-        assert.deepStrictEqual(client.identity.capabilities.logging, {})
-        const tools = yield* client.tools
-        assert.deepStrictEqual(tools.map((t) => t.name), echoTools)
-        assert.deepStrictEqual(tools[0]!.inputSchema.required, ["message"])
-      }))
-
-    it.effect("echo answers a Text result", () =>
-      Effect.gen(function*() {
-        const client = yield* McpClient.McpClient
-        const outcome = yield* client.callTool("echo", { message: "hello, ünïcode ✓" })
-        const text = expectText(outcome.result)
-        assert.strictEqual(text.text, "hello, ünïcode ✓")
-        assert.isFalse(text.isError)
-        assert.deepStrictEqual(outcome.wire.content, [{ type: "text", text: "hello, ünïcode ✓" }])
-      }))
-
-    it.effect("an isError result succeeds and keeps isError", () =>
-      Effect.gen(function*() {
-        const client = yield* McpClient.McpClient
-        const outcome = yield* client.callTool("fail", { why: "on purpose" })
-        const text = expectText(outcome.result)
-        assert.isTrue(text.isError)
-        assert.strictEqual(text.text, "the tool failed: on purpose")
-        assert.strictEqual(outcome.wire.isError, true)
-      }))
-
-    it.effect("an unknown tool fails with McpUnknownTool naming the tools on offer", () =>
-      Effect.gen(function*() {
-        const client = yield* McpClient.McpClient
-        const error = yield* Effect.flip(client.callTool("no-such-tool", {}))
-        assert.instanceOf(error, McpError.McpUnknownTool)
-        assert.strictEqual(error.tool, "no-such-tool")
-        assert.strictEqual(error.server, "echo")
-        assert.deepStrictEqual([...error.available], echoTools)
-      }))
-
-    it.effect("100 concurrent calls each get their own answer", () =>
-      Effect.gen(function*() {
-        const client = yield* McpClient.McpClient
-        const messages = Array.from({ length: 100 }, (_, i) => `message #${i} ${"·".repeat(i % 17)}`)
-        const answers = yield* Effect.forEach(
-          messages,
-          (message) => Effect.map(client.callTool("echo", { message }), (o) => expectText(o.result).text),
-          { concurrency: "unbounded" }
-        )
-        assert.deepStrictEqual(answers, messages)
-      }))
-
-    it.effect("a 1 MiB answer of multi-byte characters arrives intact", () =>
-      Effect.gen(function*() {
-        const client = yield* McpClient.McpClient
-        const message = "é✓😀 line\r\n".repeat(Math.ceil((1024 * 1024) / 15))
-        const outcome = yield* client.callTool("echo", { message })
-        const text = expectText(outcome.result).text
-        assert.strictEqual(text.length, message.length)
-        assert.isTrue(text === message)
-      }))
-
-    if (target.serverRequests) {
-      it.effect("answers a server request it has no handler for with method not found", () =>
+  layer(target.layer("echo"), { excludeTestServices: true })(
+    `${target.name}: echo fixture (one shared connection)`,
+    (it) => {
+      it.effect("initializes with the current protocol version and the server's identity", () =>
         Effect.gen(function*() {
           const client = yield* McpClient.McpClient
-          const outcome = yield* client.callTool("ask_roots")
-          assert.strictEqual(expectText(outcome.result).text, "roots/list failed with code -32601")
+          assert.strictEqual(client.identity.protocolVersion, "2025-11-25")
+          assert.strictEqual(client.identity.serverInfo.name, "fixture-echo")
+          assert.strictEqual(client.identity.instructions, "Say something and it is said back.")
+          assert.deepStrictEqual(client.identity.capabilities.logging, {})
+          const tools = yield* client.tools
+          assert.deepStrictEqual(tools.map((t) => t.name), echoTools)
+          assert.deepStrictEqual(tools[0]!.inputSchema.required, ["message"])
         }))
 
-      it.effect("answers the server's ping", () =>
+      it.effect("echo answers a Text result", () =>
         Effect.gen(function*() {
           const client = yield* McpClient.McpClient
-          const outcome = yield* client.callTool("ping_client")
-          assert.strictEqual(expectText(outcome.result).text, "the client answered ping with {}")
+          const outcome = yield* client.callTool("echo", { message: "hello, ünïcode ✓" })
+          const text = expectText(outcome.result)
+          assert.strictEqual(text.text, "hello, ünïcode ✓")
+          assert.isFalse(text.isError)
+          assert.deepStrictEqual(outcome.wire.content, [{ type: "text", text: "hello, ünïcode ✓" }])
         }))
+
+      it.effect("an isError result succeeds and keeps isError", () =>
+        Effect.gen(function*() {
+          const client = yield* McpClient.McpClient
+          const outcome = yield* client.callTool("fail", { why: "on purpose" })
+          const text = expectText(outcome.result)
+          assert.isTrue(text.isError)
+          assert.strictEqual(text.text, "the tool failed: on purpose")
+          assert.strictEqual(outcome.wire.isError, true)
+        }))
+
+      it.effect("an unknown tool fails with McpUnknownTool naming the tools on offer", () =>
+        Effect.gen(function*() {
+          const client = yield* McpClient.McpClient
+          const error = yield* Effect.flip(client.callTool("no-such-tool", {}))
+          assert.instanceOf(error, McpError.McpUnknownTool)
+          assert.strictEqual(error.tool, "no-such-tool")
+          assert.strictEqual(error.server, "echo")
+          assert.deepStrictEqual([...error.available], echoTools)
+        }))
+
+      it.effect("100 concurrent calls each get their own answer", () =>
+        Effect.gen(function*() {
+          const client = yield* McpClient.McpClient
+          const messages = Array.from({ length: 100 }, (_, i) => `message #${i} ${"·".repeat(i % 17)}`)
+          const answers = yield* Effect.forEach(
+            messages,
+            (message) => Effect.map(client.callTool("echo", { message }), (o) => expectText(o.result).text),
+            { concurrency: "unbounded" }
+          )
+          assert.deepStrictEqual(answers, messages)
+        }))
+
+      it.effect("a 1 MiB answer of multi-byte characters arrives intact", () =>
+        Effect.gen(function*() {
+          const client = yield* McpClient.McpClient
+          const message = "é✓😀 line\r\n".repeat(Math.ceil((1024 * 1024) / 15))
+          const outcome = yield* client.callTool("echo", { message })
+          const text = expectText(outcome.result).text
+          assert.strictEqual(text.length, message.length)
+          assert.isTrue(text === message)
+        }))
+
+      if (target.serverRequests) {
+        it.effect("answers a server request it has no handler for with method not found", () =>
+          Effect.gen(function*() {
+            const client = yield* McpClient.McpClient
+            const outcome = yield* client.callTool("ask_roots")
+            assert.strictEqual(expectText(outcome.result).text, "roots/list failed with code -32601")
+          }))
+
+        it.effect("answers the server's ping", () =>
+          Effect.gen(function*() {
+            const client = yield* McpClient.McpClient
+            const outcome = yield* client.callTool("ping_client")
+            assert.strictEqual(expectText(outcome.result).text, "the client answered ping with {}")
+          }))
+      }
     }
-  })
+  )
 
   describe(`${target.name}: one connection each`, () => {
     if (target.notificationsDuringCall) {
@@ -198,7 +205,11 @@ for (const target of targets) {
             return [good, bad] as const
           })
         ).pipe(logs.provide)
-        assert.deepStrictEqual(expectJson(good.result).value, { city: "Lisbon", temperature: 21.5, conditions: "sunny" })
+        assert.deepStrictEqual(expectJson(good.result).value, {
+          city: "Lisbon",
+          temperature: 21.5,
+          conditions: "sunny"
+        })
         assert.deepStrictEqual(expectJson(bad.result).value, { city: "Oslo", temperature: "cold" })
         const warnings = logs.withTag("warning")
         assert.strictEqual(warnings.length, 1, warnings.join("\n"))

@@ -33,7 +33,11 @@ const homeWith = async (bytes: Buffer | "corrupt"): Promise<string> => {
 const cases: ReadonlyArray<readonly [string, () => Promise<string>, RegExp]> = [
   ["a corrupt database", () => homeWith("corrupt"), /corrupt|malformed/],
   ["a zero-byte file", () => homeWith(Buffer.alloc(0)), /empty \(0 bytes\)/],
-  ["a file that is not SQLite", () => homeWith(Buffer.from("name,command\nweather,node weather.js\n")), /not a SQLite database/]
+  [
+    "a file that is not SQLite",
+    () => homeWith(Buffer.from("name,command\nweather,node weather.js\n")),
+    /not a SQLite database/
+  ]
 ]
 
 describe("the database file", () => {

@@ -9,5 +9,8 @@ export default function setup() {
     cwd: root,
     stdio: "inherit"
   })
-  execFileSync(process.execPath, [Path.join(root, "packages/server/scripts/bundle.js")], { cwd: root, stdio: "inherit" })
+  execFileSync(process.execPath, [Path.join(root, "packages/server/scripts/bundle.js")], {
+    cwd: root,
+    stdio: "inherit"
+  })
 }

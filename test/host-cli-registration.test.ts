@@ -13,8 +13,12 @@ import { type Run, runSkald, startServe, stopProcess } from "./cli-support.js"
 import { fixture } from "./fixtures/fixtures.js"
 import { makeHome } from "./host-support.js"
 
-const run = (home: string, args: ReadonlyArray<string>, input?: string, env: Record<string, string> = {}): Promise<Run> =>
-  runSkald(args, { env: { SKALD_HOME: home, ...env }, ...(input === undefined ? {} : { input }) })
+const run = (
+  home: string,
+  args: ReadonlyArray<string>,
+  input?: string,
+  env: Record<string, string> = {}
+): Promise<Run> => runSkald(args, { env: { SKALD_HOME: home, ...env }, ...(input === undefined ? {} : { input }) })
 
 const ok = (r: Run, what: string) => {
   assert.strictEqual(r.status, 0, `${what}: ${r.stderr}`)
@@ -38,61 +42,123 @@ interface Shown {
 const reference = /^\$\{([A-Z0-9_]+)\}$/
 
 describe("skald mcp add, show and list", () => {
-  it("add refuses an existing name (exit 2) and --replace replaces it; show and list print references, never values", async () => {
-    const home = makeHome()
-    const secret = `marker-${Crypto.randomUUID()}`
-    const key = `marker-${Crypto.randomUUID()}`
-    ok(await run(home, ["mcp", "add", "vault", "--description", "Keeps things", "--friendly-name", "The Vault",
-      "--env", "PLAIN=visible", "--env", "REF=${SOME_VAR}", "--secret-env", `TOKEN=${secret}`, "--", "node", "vault.js", "--flag"]), "add")
+  it(
+    "add refuses an existing name (exit 2) and --replace replaces it; show and list print references, never values",
+    async () => {
+      const home = makeHome()
+      const secret = `marker-${Crypto.randomUUID()}`
+      const key = `marker-${Crypto.randomUUID()}`
+      ok(
+        await run(home, [
+          "mcp",
+          "add",
+          "vault",
+          "--description",
+          "Keeps things",
+          "--friendly-name",
+          "The Vault",
+          "--env",
+          "PLAIN=visible",
+          "--env",
+          "REF=${SOME_VAR}",
+          "--secret-env",
+          `TOKEN=${secret}`,
+          "--",
+          "node",
+          "vault.js",
+          "--flag"
+        ]),
+        "add"
+      )
 
-    // The same name again: refused, and the registration is unchanged.
-    const again = await run(home, ["mcp", "add", "vault", "--", "node", "other.js"])
-    assert.strictEqual(again.status, 2)
-    assert.include(again.stderr, "an MCP server named 'vault' is already registered")
-    assert.include(again.stderr, "--replace")
-    const shown = JSON.parse(ok(await run(home, ["mcp", "show", "vault", "--json"]), "show").stdout) as Shown
-    assert.deepInclude(shown, {
-      name: "vault", transport: "stdio", command: "node", args: ["vault.js", "--flag"], description: "Keeps things",
-      friendlyName: "The Vault", enabled: true, state: "host-not-running"
-    })
-    assert.strictEqual(shown.env?.PLAIN, "visible")
-    assert.strictEqual(shown.env?.REF, "${SOME_VAR}")
-    const stored = reference.exec(shown.env?.TOKEN ?? "")?.[1]
-    assert.isDefined(stored, `TOKEN is a reference: ${shown.env?.TOKEN}`)
-    assert.include(ok(await run(home, ["secret", "list"]), "secret list").stdout.split("\n"), stored)
+      // The same name again: refused, and the registration is unchanged.
+      const again = await run(home, ["mcp", "add", "vault", "--", "node", "other.js"])
+      assert.strictEqual(again.status, 2)
+      assert.include(again.stderr, "an MCP server named 'vault' is already registered")
+      assert.include(again.stderr, "--replace")
+      const shown = JSON.parse(ok(await run(home, ["mcp", "show", "vault", "--json"]), "show").stdout) as Shown
+      assert.deepInclude(shown, {
+        name: "vault",
+        transport: "stdio",
+        command: "node",
+        args: ["vault.js", "--flag"],
+        description: "Keeps things",
+        friendlyName: "The Vault",
+        enabled: true,
+        state: "host-not-running"
+      })
+      assert.strictEqual(shown.env?.PLAIN, "visible")
+      assert.strictEqual(shown.env?.REF, "${SOME_VAR}")
+      const stored = reference.exec(shown.env?.TOKEN ?? "")?.[1]
+      assert.isDefined(stored, `TOKEN is a reference: ${shown.env?.TOKEN}`)
+      assert.include(ok(await run(home, ["secret", "list"]), "secret list").stdout.split("\n"), stored)
 
-    // The text form: one field a line, the reference as stored.
-    const text = ok(await run(home, ["mcp", "show", "vault"]), "show text").stdout
-    assert.match(text, /^transport\s+stdio$/m)
-    assert.match(text, /^command\s+node$/m)
-    assert.match(text, /^args\s+vault\.js --flag$/m)
-    assert.match(text, new RegExp(`^env\\s+TOKEN=\\$\\{${stored}\\}$`, "m"))
-    assert.match(text, /^status\s+host not running$/m)
+      // The text form: one field a line, the reference as stored.
+      const text = ok(await run(home, ["mcp", "show", "vault"]), "show text").stdout
+      assert.match(text, /^transport\s+stdio$/m)
+      assert.match(text, /^command\s+node$/m)
+      assert.match(text, /^args\s+vault\.js --flag$/m)
+      assert.match(text, new RegExp(`^env\\s+TOKEN=\\$\\{${stored}\\}$`, "m"))
+      assert.match(text, /^status\s+host not running$/m)
 
-    // --replace replaces (the env given now, nothing kept from before).
-    const replaced = ok(await run(home, ["mcp", "add", "vault", "--replace", "--", "node", "other.js"]), "replace")
-    assert.include(replaced.stderr, "replaced 'vault'")
-    const after = JSON.parse(ok(await run(home, ["mcp", "show", "vault", "--json"]), "show").stdout) as Shown
-    assert.deepStrictEqual([after.command, after.args, after.env, after.description], ["node", ["other.js"], {}, undefined])
+      // --replace replaces (the env given now, nothing kept from before).
+      const replaced = ok(await run(home, ["mcp", "add", "vault", "--replace", "--", "node", "other.js"]), "replace")
+      assert.include(replaced.stderr, "replaced 'vault'")
+      const after = JSON.parse(ok(await run(home, ["mcp", "show", "vault", "--json"]), "show").stdout) as Shown
+      assert.deepStrictEqual([after.command, after.args, after.env, after.description], [
+        "node",
+        ["other.js"],
+        {},
+        undefined
+      ])
 
-    // An HTTP server with a literal api key; list --json has each configuration the same way.
-    ok(await run(home, ["mcp", "add", "web", "--http", "http://127.0.0.1:9/mcp", "--api-key", key]), "add web")
-    ok(await run(home, ["mcp", "add", "vault", "--replace", "--secret-env", `TOKEN=${secret}`, "--", "node", "vault.js"]), "replace again")
-    const listed = JSON.parse(ok(await run(home, ["mcp", "list", "--json"]), "list").stdout) as Array<Shown>
-    const web = listed.find((s) => s.name === "web")!
-    assert.deepInclude(web, { transport: "http", url: "http://127.0.0.1:9/mcp", enabled: true, state: "host-not-running" })
-    assert.match(web.apiKey ?? "", reference)
-    assert.deepStrictEqual(listed.find((s) => s.name === "vault"), JSON.parse((await run(home, ["mcp", "show", "vault", "--json"])).stdout))
+      // An HTTP server with a literal api key; list --json has each configuration the same way.
+      ok(await run(home, ["mcp", "add", "web", "--http", "http://127.0.0.1:9/mcp", "--api-key", key]), "add web")
+      ok(
+        await run(home, [
+          "mcp",
+          "add",
+          "vault",
+          "--replace",
+          "--secret-env",
+          `TOKEN=${secret}`,
+          "--",
+          "node",
+          "vault.js"
+        ]),
+        "replace again"
+      )
+      const listed = JSON.parse(ok(await run(home, ["mcp", "list", "--json"]), "list").stdout) as Array<Shown>
+      const web = listed.find((s) => s.name === "web")!
+      assert.deepInclude(web, {
+        transport: "http",
+        url: "http://127.0.0.1:9/mcp",
+        enabled: true,
+        state: "host-not-running"
+      })
+      assert.match(web.apiKey ?? "", reference)
+      assert.deepStrictEqual(
+        listed.find((s) => s.name === "vault"),
+        JSON.parse((await run(home, ["mcp", "show", "vault", "--json"])).stdout)
+      )
 
-    // No value ever printed.
-    for (const args of [["mcp", "show", "vault"], ["mcp", "show", "web"], ["mcp", "show", "web", "--json"], ["mcp", "list", "--json"], ["mcp", "list"]]) {
-      const r = ok(await run(home, args), args.join(" "))
-      for (const value of [secret, key]) assert.notInclude(r.stdout + r.stderr, value, args.join(" "))
-    }
-    const unknown = await run(home, ["mcp", "show", "nosuch"])
-    assert.strictEqual(unknown.status, 2)
-    assert.include(unknown.stderr, "no MCP server named 'nosuch'")
-  }, 180_000)
+      // No value ever printed.
+      for (
+        const args of [["mcp", "show", "vault"], ["mcp", "show", "web"], ["mcp", "show", "web", "--json"], [
+          "mcp",
+          "list",
+          "--json"
+        ], ["mcp", "list"]]
+      ) {
+        const r = ok(await run(home, args), args.join(" "))
+        for (const value of [secret, key]) assert.notInclude(r.stdout + r.stderr, value, args.join(" "))
+      }
+      const unknown = await run(home, ["mcp", "show", "nosuch"])
+      assert.strictEqual(unknown.status, 2)
+      assert.include(unknown.stderr, "no MCP server named 'nosuch'")
+    },
+    180_000
+  )
 })
 
 describe("skald mcp call", () => {
@@ -102,7 +168,14 @@ describe("skald mcp call", () => {
     ok(await run(home, ["mcp", "add", "asker", "--", elicit.command, ...elicit.args]), "add")
 
     // --elicit answers the server's question; --args @- reads the arguments from stdin.
-    const accepted = ok(await run(home, ["mcp", "call", "asker", "confirm", "--args", "@-", "--elicit", "{\"action\":\"accept\"}"], "{\"message\":\"Go?\"}"), "elicit")
+    const accepted = ok(
+      await run(
+        home,
+        ["mcp", "call", "asker", "confirm", "--args", "@-", "--elicit", "{\"action\":\"accept\"}"],
+        "{\"message\":\"Go?\"}"
+      ),
+      "elicit"
+    )
     assert.strictEqual(accepted.stdout.trim(), "confirm: accept")
     assert.include(accepted.stderr, "asks: Go?")
     // Without it (no terminal): declined, saying how to answer.
@@ -114,7 +187,16 @@ describe("skald mcp call", () => {
     assert.include(badArgs.stderr, "--args must be a JSON object")
 
     // --timeout fires against a tool slower than it.
-    const slow = await run(home, ["mcp", "call", "asker", "ask_slowly", "--args", "{\"before\":60000}", "--timeout", "1"])
+    const slow = await run(home, [
+      "mcp",
+      "call",
+      "asker",
+      "ask_slowly",
+      "--args",
+      "{\"before\":60000}",
+      "--timeout",
+      "1"
+    ])
     assert.strictEqual(slow.status, 2)
     assert.include(slow.stderr, "did not answer tools/call within 1 s")
     assert.include(slow.stderr, "--timeout")
@@ -138,11 +220,16 @@ describe("logs that say who", () => {
     try {
       const log = Path.join(home, "logs/mcp/echo.log")
       const deadline = Date.now() + 60_000
-      while (!/\[echo\] connected/.test(serve.stderr()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+      while (!/\[echo\] connected/.test(serve.stderr()) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 100))
+      }
       assert.match(serve.stderr(), /^skald: \w+: \[echo\] started \(pid \d+\): /m)
       assert.match(serve.stderr(), /^skald: \w+: \[echo\] connected/m)
       // One-off connections, with their diagnostics shown too.
-      const called = ok(await run(home, ["mcp", "call", "echo", "echo", "--args", "{\"message\":\"hi\"}", "--log-level", "debug"]), "call")
+      const called = ok(
+        await run(home, ["mcp", "call", "echo", "echo", "--args", "{\"message\":\"hi\"}", "--log-level", "debug"]),
+        "call"
+      )
       assert.strictEqual(called.stdout.trim(), "hi")
       assert.match(called.stderr, /^skald: \w+: \[echo\] started \(pid \d+\): /m)
       const lines = Fs.readFileSync(log, "utf8").split("\n").filter((l) => l.includes("started (pid"))
@@ -155,44 +242,77 @@ describe("logs that say who", () => {
 })
 
 describe("skald mcp import", () => {
-  it("resolves ${workspaceFolder}, ${userHome}, ${env:X} and ${VAR:-default}; skips what it cannot, saying why", async () => {
-    const home = makeHome()
-    const userHome = makeHome()
-    const project = Path.join(makeHome(), "my project")
-    for (const dir of [".vscode", ".cursor"]) Fs.mkdirSync(Path.join(project, dir), { recursive: true })
-    Fs.writeFileSync(Path.join(project, ".vscode/mcp.json"), JSON.stringify({
-      servers: {
-        local: { type: "stdio", command: "node", args: ["${workspaceFolder}/server.js", "--cache", "${userHome}/.cache"], env: { DIR: "${workspaceFolderBasename}" } },
-        prompt: { command: "node", env: { KEY: "${input:apiKey}" } }
-      }
-    }))
-    Fs.writeFileSync(Path.join(project, ".cursor/mcp.json"), JSON.stringify({
-      mcpServers: { cursor: { command: "node", args: ["${workspaceFolder}/c.js"], env: { TOKEN: "${env:CURSOR_TOKEN}" } } }
-    }))
-    Fs.writeFileSync(Path.join(project, ".mcp.json"), JSON.stringify({
-      mcpServers: {
-        claude: { command: "node", env: { BASE: "${API_BASE:-https://api.example.com}", SET: "${SET_NOW:-unused}" } },
-        outside: { command: "node", args: ["${workspaceFolder}/x.js"] }
-      }
-    }))
-    const env = { HOME: userHome, SET_NOW: "yes" }
-    const vscode = ok(await run(home, ["mcp", "import", Path.join(project, ".vscode/mcp.json")], undefined, env), "import vscode")
-    assert.match(vscode.stdout, /^imported local: stdio$/m)
-    assert.match(vscode.stdout, /^skipped\s+prompt: .*\$\{input:apiKey\}/m)
-    const cursor = ok(await run(home, ["mcp", "import", Path.join(project, ".cursor/mcp.json")], undefined, env), "import cursor")
-    assert.match(cursor.stdout, /^imported cursor: stdio$/m)
-    const claude = ok(await run(home, ["mcp", "import", Path.join(project, ".mcp.json")], undefined, env), "import claude")
-    assert.match(claude.stdout, /^imported claude: stdio$/m)
-    assert.match(claude.stdout, /^skipped\s+outside: .*\$\{workspaceFolder\}.*\.vscode/m)
+  it(
+    "resolves ${workspaceFolder}, ${userHome}, ${env:X} and ${VAR:-default}; skips what it cannot, saying why",
+    async () => {
+      const home = makeHome()
+      const userHome = makeHome()
+      const project = Path.join(makeHome(), "my project")
+      for (const dir of [".vscode", ".cursor"]) Fs.mkdirSync(Path.join(project, dir), { recursive: true })
+      Fs.writeFileSync(
+        Path.join(project, ".vscode/mcp.json"),
+        JSON.stringify({
+          servers: {
+            local: {
+              type: "stdio",
+              command: "node",
+              args: ["${workspaceFolder}/server.js", "--cache", "${userHome}/.cache"],
+              env: { DIR: "${workspaceFolderBasename}" }
+            },
+            prompt: { command: "node", env: { KEY: "${input:apiKey}" } }
+          }
+        })
+      )
+      Fs.writeFileSync(
+        Path.join(project, ".cursor/mcp.json"),
+        JSON.stringify({
+          mcpServers: {
+            cursor: { command: "node", args: ["${workspaceFolder}/c.js"], env: { TOKEN: "${env:CURSOR_TOKEN}" } }
+          }
+        })
+      )
+      Fs.writeFileSync(
+        Path.join(project, ".mcp.json"),
+        JSON.stringify({
+          mcpServers: {
+            claude: {
+              command: "node",
+              env: { BASE: "${API_BASE:-https://api.example.com}", SET: "${SET_NOW:-unused}" }
+            },
+            outside: { command: "node", args: ["${workspaceFolder}/x.js"] }
+          }
+        })
+      )
+      const env = { HOME: userHome, SET_NOW: "yes" }
+      const vscode = ok(
+        await run(home, ["mcp", "import", Path.join(project, ".vscode/mcp.json")], undefined, env),
+        "import vscode"
+      )
+      assert.match(vscode.stdout, /^imported local: stdio$/m)
+      assert.match(vscode.stdout, /^skipped\s+prompt: .*\$\{input:apiKey\}/m)
+      const cursor = ok(
+        await run(home, ["mcp", "import", Path.join(project, ".cursor/mcp.json")], undefined, env),
+        "import cursor"
+      )
+      assert.match(cursor.stdout, /^imported cursor: stdio$/m)
+      const claude = ok(
+        await run(home, ["mcp", "import", Path.join(project, ".mcp.json")], undefined, env),
+        "import claude"
+      )
+      assert.match(claude.stdout, /^imported claude: stdio$/m)
+      assert.match(claude.stdout, /^skipped\s+outside: .*\$\{workspaceFolder\}.*\.vscode/m)
 
-    const show = async (name: string) => JSON.parse(ok(await run(home, ["mcp", "show", name, "--json"]), name).stdout) as Shown
-    const local = await show("local")
-    assert.deepStrictEqual(local.args, [`${project}/server.js`, "--cache", `${userHome}/.cache`])
-    assert.deepStrictEqual(local.env, { DIR: "my project" })
-    const fromCursor = await show("cursor")
-    assert.deepStrictEqual(fromCursor.args, [`${project}/c.js`])
-    assert.deepStrictEqual(fromCursor.env, { TOKEN: "${CURSOR_TOKEN}" })
-    // The default is taken when the variable is set nowhere; a set one stays a reference.
-    assert.deepStrictEqual((await show("claude")).env, { BASE: "https://api.example.com", SET: "${SET_NOW}" })
-  }, 180_000)
+      const show = async (name: string) =>
+        JSON.parse(ok(await run(home, ["mcp", "show", name, "--json"]), name).stdout) as Shown
+      const local = await show("local")
+      assert.deepStrictEqual(local.args, [`${project}/server.js`, "--cache", `${userHome}/.cache`])
+      assert.deepStrictEqual(local.env, { DIR: "my project" })
+      const fromCursor = await show("cursor")
+      assert.deepStrictEqual(fromCursor.args, [`${project}/c.js`])
+      assert.deepStrictEqual(fromCursor.env, { TOKEN: "${CURSOR_TOKEN}" })
+      // The default is taken when the variable is set nowhere; a set one stays a reference.
+      assert.deepStrictEqual((await show("claude")).env, { BASE: "https://api.example.com", SET: "${SET_NOW}" })
+    },
+    180_000
+  )
 })

@@ -61,7 +61,16 @@ describe("skald serve with skald mcp and skald secret from other processes", () 
     assert.include(empty.stderr, "no MCP servers registered")
 
     // Registered before the host runs: stored, shown as "host not running".
-    const added = await run(home, ["mcp", "add", "echo", "--description", "Echoes things", "--", hostFixture.command, ...hostFixture.args])
+    const added = await run(home, [
+      "mcp",
+      "add",
+      "echo",
+      "--description",
+      "Echoes things",
+      "--",
+      hostFixture.command,
+      ...hostFixture.args
+    ])
     assert.strictEqual(added.status, 0, added.stderr)
     assert.include(added.stderr, "start `skald serve`")
     assert.strictEqual(stateOf(await list(home), "echo")?.state, "host-not-running")
@@ -85,8 +94,16 @@ describe("skald serve with skald mcp and skald secret from other processes", () 
       // Registered from another process while the host runs, with a literal secret moved to the store.
       const literal = `literal-${Crypto.randomUUID()}`
       const vault = await run(home, [
-        "mcp", "add", "vault", "--env", "PLAIN=${ECHO_TOKEN}", "--secret-env", `TOKEN=${literal}`,
-        "--", hostFixture.command, ...hostFixture.args
+        "mcp",
+        "add",
+        "vault",
+        "--env",
+        "PLAIN=${ECHO_TOKEN}",
+        "--secret-env",
+        `TOKEN=${literal}`,
+        "--",
+        hostFixture.command,
+        ...hostFixture.args
       ])
       assert.strictEqual(vault.status, 0, vault.stderr)
       assert.include(vault.stderr, "stored the secret value as MCP_VAULT__TOKEN")

@@ -12,9 +12,18 @@ import * as Http from "node:http"
 import * as Net from "node:net"
 import * as Path from "node:path"
 import { runSkald, startServe, stopProcess } from "./cli-support.js"
-import { fixture, repoRoot } from "./fixtures/fixtures.js"
 import { HTML, SVG } from "./fixtures/active-media.js"
-import { commandEntry, fastOptions, fixtureEntry, makeHome, servicesLayer, startManager, waitForState, until } from "./host-support.js"
+import { fixture, repoRoot } from "./fixtures/fixtures.js"
+import {
+  commandEntry,
+  fastOptions,
+  fixtureEntry,
+  makeHome,
+  servicesLayer,
+  startManager,
+  until,
+  waitForState
+} from "./host-support.js"
 
 interface Answer {
   readonly status: number
@@ -31,7 +40,14 @@ const send = (
   new Promise((resolve, reject) => {
     const url = new URL(base)
     const req = Http.request(
-      { host: url.hostname, port: url.port, path, method: options.method ?? "GET", headers: options.headers ?? {}, agent: false },
+      {
+        host: url.hostname,
+        port: url.port,
+        path,
+        method: options.method ?? "GET",
+        headers: options.headers ?? {},
+        agent: false
+      },
       (res) => {
         const chunks: Array<Buffer> = []
         res.on("data", (c: Buffer) => chunks.push(c))
@@ -52,7 +68,6 @@ const rawExchange = (base: string, text: string): Promise<string> =>
     socket.on("close", () => resolve(got))
     socket.on("error", reject)
   })
-
 
 const run = (home: string, args: ReadonlyArray<string>) => runSkald(args, { env: { SKALD_HOME: home } })
 
@@ -87,53 +102,76 @@ const mediaName = (text: string, ext: string) => {
   return match![1]!
 }
 
-const textOf = (result: { readonly _tag: string; readonly text?: string }) => result._tag === "Text" ? result.text ?? "" : ""
+const textOf = (result: { readonly _tag: string; readonly text?: string }) =>
+  result._tag === "Text" ? result.text ?? "" : ""
 
 describe("links planted in the media folder", () => {
-  it("are refused (404), and the host keeps its database: its WAL, its heartbeat, what other processes write", async () => {
-    const home = makeHome()
-    const host = await startServe(home)
-    try {
-      await until("the demo connected", () => list(home), connected("demo"))
-      const data = Path.join(home, "data")
-      const media = Path.join(data, "mcp_media")
-      Fs.mkdirSync(media, { recursive: true })
-      const db = Path.join(data, "skald.db")
-      assert.isTrue(Fs.existsSync(`${db}-wal`), "the host runs in WAL mode")
-      Fs.writeFileSync(Path.join(home, "outside.txt"), "outside secret")
-      Fs.symlinkSync("../skald.db", Path.join(media, "db-link.bin"))
-      Fs.symlinkSync(db, Path.join(media, "db-absolute.png"))
-      Fs.symlinkSync("/etc/passwd", Path.join(media, "passwd.txt"))
-      Fs.symlinkSync(Path.join(home, "outside.txt"), Path.join(media, "outside-link.txt"))
-      Fs.linkSync(db, Path.join(media, "db-hard.bin"))
-      Fs.linkSync(`${db}-shm`, Path.join(media, "shm-hard.bin"))
-      Fs.linkSync(Path.join(home, "outside.txt"), Path.join(media, "outside-hard.txt"))
-      execFileSync("mkfifo", [Path.join(media, "fifo.txt")])
-      const planted = ["db-link.bin", "db-absolute.png", "passwd.txt", "outside-link.txt", "db-hard.bin", "shm-hard.bin", "outside-hard.txt", "fifo.txt"]
-      for (const name of planted) {
-        for (const method of ["GET", "HEAD"]) {
-          const answer = await send(host.url, `/api/mcp-media/${name}`, { method })
-          assert.strictEqual(answer.status, 404, `${method} ${name}`)
-          for (const leak of ["SQLite format", "root:", "outside secret"]) assert.notInclude(answer.body.toString(), leak, name)
+  it(
+    "are refused (404), and the host keeps its database: its WAL, its heartbeat, what other processes write",
+    async () => {
+      const home = makeHome()
+      const host = await startServe(home)
+      try {
+        await until("the demo connected", () => list(home), connected("demo"))
+        const data = Path.join(home, "data")
+        const media = Path.join(data, "mcp_media")
+        Fs.mkdirSync(media, { recursive: true })
+        const db = Path.join(data, "skald.db")
+        assert.isTrue(Fs.existsSync(`${db}-wal`), "the host runs in WAL mode")
+        Fs.writeFileSync(Path.join(home, "outside.txt"), "outside secret")
+        Fs.symlinkSync("../skald.db", Path.join(media, "db-link.bin"))
+        Fs.symlinkSync(db, Path.join(media, "db-absolute.png"))
+        Fs.symlinkSync("/etc/passwd", Path.join(media, "passwd.txt"))
+        Fs.symlinkSync(Path.join(home, "outside.txt"), Path.join(media, "outside-link.txt"))
+        Fs.linkSync(db, Path.join(media, "db-hard.bin"))
+        Fs.linkSync(`${db}-shm`, Path.join(media, "shm-hard.bin"))
+        Fs.linkSync(Path.join(home, "outside.txt"), Path.join(media, "outside-hard.txt"))
+        execFileSync("mkfifo", [Path.join(media, "fifo.txt")])
+        const planted = [
+          "db-link.bin",
+          "db-absolute.png",
+          "passwd.txt",
+          "outside-link.txt",
+          "db-hard.bin",
+          "shm-hard.bin",
+          "outside-hard.txt",
+          "fifo.txt"
+        ]
+        for (const name of planted) {
+          for (const method of ["GET", "HEAD"]) {
+            const answer = await send(host.url, `/api/mcp-media/${name}`, { method })
+            assert.strictEqual(answer.status, 404, `${method} ${name}`)
+            for (const leak of ["SQLite format", "root:", "outside secret"]) {
+              assert.notInclude(
+                answer.body.toString(),
+                leak,
+                name
+              )
+            }
+          }
         }
-      }
-      assert.include(host.stderr(), "refused to serve media file db-hard.bin: a hard link (2 links)")
+        assert.include(host.stderr(), "refused to serve media file db-hard.bin: a hard link (2 links)")
 
-      // Another process writes through the database and closes it: the host must notice, its
-      // heartbeat must go on (else `mcp list` says "host not running"), and the WAL must survive.
-      const echo = fixture("echo")
-      const added = await run(home, ["mcp", "add", "echo", "--", echo.command, ...echo.args])
-      assert.strictEqual(added.status, 0, added.stderr)
-      await until("the host to connect the added server", () => list(home), connected("echo"))
-      assert.isTrue(Fs.existsSync(`${db}-wal`), "the WAL is still there")
-      const disabled = await run(home, ["mcp", "disable", "echo"])
-      assert.strictEqual(disabled.status, 0, disabled.stderr)
-      await until("the host to stop the disabled server", () => list(home), (l) =>
-        typeof l !== "string" && l.some((s) => s.name === "echo" && s.state === "disabled"))
-    } finally {
-      await stopProcess(host.child)
-    }
-  }, 120_000)
+        // Another process writes through the database and closes it: the host must notice, its
+        // heartbeat must go on (else `mcp list` says "host not running"), and the WAL must survive.
+        const echo = fixture("echo")
+        const added = await run(home, ["mcp", "add", "echo", "--", echo.command, ...echo.args])
+        assert.strictEqual(added.status, 0, added.stderr)
+        await until("the host to connect the added server", () => list(home), connected("echo"))
+        assert.isTrue(Fs.existsSync(`${db}-wal`), "the WAL is still there")
+        const disabled = await run(home, ["mcp", "disable", "echo"])
+        assert.strictEqual(disabled.status, 0, disabled.stderr)
+        await until(
+          "the host to stop the disabled server",
+          () => list(home),
+          (l) => typeof l !== "string" && l.some((s) => s.name === "echo" && s.state === "disabled")
+        )
+      } finally {
+        await stopProcess(host.child)
+      }
+    },
+    120_000
+  )
 
   it("in the log folder and the secret store are not followed either: the host keeps its database", async () => {
     const home = makeHome()
@@ -151,10 +189,22 @@ describe("links planted in the media folder", () => {
       // Servers whose env names a planted secret: the host reads it when it starts the server (and
       // writes a lifecycle line to the log of the second, a hard link).
       for (const [name, secret] of [["leaky", "DB_LINK"], ["hard", "DB_HARD"]] as const) {
-        const leaky = await run(home, ["mcp", "add", name, "--env", `TOKEN=\${${secret}}`, "--", echo.command, ...echo.args])
+        const leaky = await run(home, [
+          "mcp",
+          "add",
+          name,
+          "--env",
+          `TOKEN=\${${secret}}`,
+          "--",
+          echo.command,
+          ...echo.args
+        ])
         assert.strictEqual(leaky.status, 0, leaky.stderr)
-        await until(`the host to try ${name}`, () => list(home), (l) =>
-          typeof l !== "string" && l.some((s) => s.name === name && s.state === "failed"))
+        await until(
+          `the host to try ${name}`,
+          () => list(home),
+          (l) => typeof l !== "string" && l.some((s) => s.name === name && s.state === "failed")
+        )
       }
       // A server whose log file is the planted link: the host writes its lifecycle lines there.
       const added = await run(home, ["mcp", "add", "echo", "--", echo.command, ...echo.args])
@@ -162,10 +212,16 @@ describe("links planted in the media folder", () => {
       await until("the host to connect the added server", () => list(home), connected("echo"))
       const removed = await run(home, ["mcp", "rm", "leaky"])
       assert.strictEqual(removed.status, 0, removed.stderr)
-      await until("the host to drop the removed server", () => list(home), (l) =>
-        typeof l !== "string" && !l.some((s) => s.name === "leaky") && l.some((s) => s.name === "echo"))
+      await until(
+        "the host to drop the removed server",
+        () => list(home),
+        (l) => typeof l !== "string" && !l.some((s) => s.name === "leaky") && l.some((s) => s.name === "echo")
+      )
       const failed = await list(home)
-      assert.match(typeof failed === "string" ? failed : JSON.stringify(failed.find((s) => s.name === "hard")), /DB_HARD/)
+      assert.match(
+        typeof failed === "string" ? failed : JSON.stringify(failed.find((s) => s.name === "hard")),
+        /DB_HARD/
+      )
       assert.isTrue(Fs.existsSync(`${db}-wal`), "the WAL is still there")
       assert.notInclude(Fs.readFileSync(db).toString("latin1"), "[lifecycle]", "no log line went into the database")
     } finally {
@@ -215,7 +271,15 @@ describe("what the media endpoint sends", () => {
         const head = yield* Effect.promise(() => send(base, `/api/mcp-media/${name}`, { method: "HEAD" }))
         assert.strictEqual(head.status, 200)
         assert.strictEqual(head.body.length, 0)
-        for (const h of ["content-type", "content-length", "content-security-policy", "content-disposition", "x-content-type-options"]) {
+        for (
+          const h of [
+            "content-type",
+            "content-length",
+            "content-security-policy",
+            "content-disposition",
+            "x-content-type-options"
+          ]
+        ) {
           assert.strictEqual(head.headers[h], got.headers[h], h)
         }
         assert.strictEqual(head.headers["content-length"], String(Buffer.byteLength(body)))
@@ -242,7 +306,16 @@ describe("what the media endpoint sends", () => {
     for (const t of ["image/png", "image/jpeg", "image/gif", "image/webp", "audio/wav", "video/mp4", "text/plain"]) {
       assert.isTrue(HttpEndpoints.isInlineSafe(t), t)
     }
-    for (const t of ["image/svg+xml", "text/html", "application/pdf", "application/json", "text/markdown", "application/octet-stream"]) {
+    for (
+      const t of [
+        "image/svg+xml",
+        "text/html",
+        "application/pdf",
+        "application/json",
+        "text/markdown",
+        "application/octet-stream"
+      ]
+    ) {
       assert.isFalse(HttpEndpoints.isInlineSafe(t), t)
     }
   })
@@ -277,7 +350,16 @@ describe("the Host and Origin rule", () => {
         assert.strictEqual(ok.status, 200, host)
         assert.strictEqual(ok.body.toString(), "hello")
       }
-      for (const host of [`evil.example:${port}`, `127.0.0.1`, `localhost:1`, `127.0.0.1.nip.io:${port}`, `[::1]:${port}`, `10.0.0.1:${port}`]) {
+      for (
+        const host of [
+          `evil.example:${port}`,
+          `127.0.0.1`,
+          `localhost:1`,
+          `127.0.0.1.nip.io:${port}`,
+          `[::1]:${port}`,
+          `10.0.0.1:${port}`
+        ]
+      ) {
         for (const path of ["/api/mcp-media/a.txt", "/", "/rpc"]) {
           const refused = yield* get(path, { host })
           assert.strictEqual(refused.status, 421, `${host} ${path}`)
@@ -294,7 +376,15 @@ describe("the Host and Origin rule", () => {
       for (const origin of [`http://127.0.0.1:${port}`, `http://localhost:${port}`]) {
         assert.strictEqual((yield* get("/api/mcp-media/a.txt", { origin })).status, 200, origin)
       }
-      for (const origin of ["http://evil.example", `http://evil.example:${port}`, "null", `https://127.0.0.1:${port}`, `http://127.0.0.1:1`]) {
+      for (
+        const origin of [
+          "http://evil.example",
+          `http://evil.example:${port}`,
+          "null",
+          `https://127.0.0.1:${port}`,
+          `http://127.0.0.1:1`
+        ]
+      ) {
         const refused = yield* get("/api/mcp-media/a.txt", { origin })
         assert.strictEqual(refused.status, 403, origin)
         assert.notInclude(refused.body.toString(), "hello")
@@ -310,25 +400,37 @@ describe("the Host and Origin rule", () => {
     assert.sameMembers([...v6.hosts], ["127.0.0.1:8787", "localhost:8787", "[::1]:8787"])
     assert.include([...v6.origins], "http://[::1]:8787")
     const other = HttpEndpoints.allowedFor("127.0.0.2", 80)
-    assert.sameMembers([...other.hosts], ["127.0.0.1:80", "localhost:80", "127.0.0.2:80", "127.0.0.1", "localhost", "127.0.0.2"])
+    assert.sameMembers([...other.hosts], [
+      "127.0.0.1:80",
+      "localhost:80",
+      "127.0.0.2:80",
+      "127.0.0.1",
+      "localhost",
+      "127.0.0.2"
+    ])
   })
 })
 
 /** Opens `count` connections; `first` is written on each once connected (nothing when empty). */
 const openSockets = (base: string, count: number, first: string) => {
   const url = new URL(base)
-  return Promise.all(Array.from({ length: count }, () =>
-    new Promise<{ readonly socket: Net.Socket; readonly closed: Promise<void> }>((resolve, reject) => {
-      const socket = Net.connect({ host: url.hostname, port: Number(url.port) })
-      const closed = new Promise<void>((r) => socket.once("close", () => r()))
-      socket.on("error", () => {})
-      socket.resume() // read what the server sends (its 408), so its close is seen
-      socket.once("connect", () => {
-        if (first.length > 0) socket.write(first)
-        resolve({ socket, closed })
-      })
-      socket.once("error", reject)
-    })))
+  return Promise.all(
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<{ readonly socket: Net.Socket; readonly closed: Promise<void> }>((resolve, reject) => {
+          const socket = Net.connect({ host: url.hostname, port: Number(url.port) })
+          const closed = new Promise<void>((r) => socket.once("close", () => r()))
+          socket.on("error", () => {})
+          socket.resume() // read what the server sends (its 408), so its close is seen
+          socket.once("connect", () => {
+            if (first.length > 0) socket.write(first)
+            resolve({ socket, closed })
+          })
+          socket.once("error", reject)
+        })
+    )
+  )
 }
 
 describe("the server's limits", () => {
@@ -337,7 +439,11 @@ describe("the server's limits", () => {
       const paths = Paths.make({ home: makeHome() })
       Fs.mkdirSync(paths.mediaDir, { recursive: true })
       Fs.writeFileSync(Path.join(paths.mediaDir, "a.txt"), "hello")
-      const base = yield* endpoint(paths, { headersTimeout: "300 millis", requestTimeout: "600 millis", keepAliveTimeout: "300 millis" })
+      const base = yield* endpoint(paths, {
+        headersTimeout: "300 millis",
+        requestTimeout: "600 millis",
+        keepAliveTimeout: "300 millis"
+      })
       const host = new URL(base).host
       const sockets = yield* Effect.promise(() =>
         Promise.all([
@@ -365,37 +471,45 @@ describe("the server's limits", () => {
       const logs: Array<string> = []
       const base = yield* endpoint(paths, { maxConnections: 20, headersTimeout: "60 seconds" }, logs)
       const held = yield* Effect.promise(() => openSockets(base, 20, ""))
-      const over = yield* Effect.promise(() => send(base, "/api/mcp-media/a.txt").then((a) => `answered ${a.status}`, (e: Error) => e.message))
+      const over = yield* Effect.promise(() =>
+        send(base, "/api/mcp-media/a.txt").then((a) => `answered ${a.status}`, (e: Error) => e.message)
+      )
       assert.match(over, /ECONNRESET|socket hang up/)
       yield* Effect.promise(() => until("the refusal to be logged", async () => logs, (l) => l.length > 0, 10_000))
       assert.match(logs.join("\n"), /the HTTP endpoint refused \d+ connection\(s\): 20 were open at once \(the cap\)/)
       for (const s of held) s.socket.destroy()
       const ok = yield* Effect.promise(() =>
-        until("the endpoint to answer again", () => send(base, "/api/mcp-media/a.txt").then((a) => a.status, () => 0), (s) => s === 200)
+        until("the endpoint to answer again", () =>
+          send(base, "/api/mcp-media/a.txt").then((a) => a.status, () => 0), (s) =>
+          s === 200)
       )
       assert.strictEqual(ok, 200)
     }))
 })
 
 describe("skald serve", () => {
-  it("on a taken port exits 2 with one line naming the address and the settings, before any server starts", async () => {
-    const blocker = Net.createServer()
-    await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", () => r()))
-    const port = (blocker.address() as Net.AddressInfo).port
-    try {
-      const home = makeHome()
-      const out = await runSkald(["serve"], { env: { SKALD_HOME: home, SKALD_PORT: String(port) } })
-      assert.strictEqual(out.status, 2)
-      assert.strictEqual(out.stderr.trimEnd().split("\n").length, 1, out.stderr)
-      assert.include(out.stderr, `skald: cannot listen on 127.0.0.1:${port}: the address is already in use`)
-      assert.include(out.stderr, "SKALD_PORT")
-      assert.include(out.stderr, "SKALD_HOST")
-      // The first run did not happen: no demo server was registered.
-      assert.deepStrictEqual(await list(home), [])
-    } finally {
-      blocker.close()
-    }
-  }, 60_000)
+  it(
+    "on a taken port exits 2 with one line naming the address and the settings, before any server starts",
+    async () => {
+      const blocker = Net.createServer()
+      await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", () => r()))
+      const port = (blocker.address() as Net.AddressInfo).port
+      try {
+        const home = makeHome()
+        const out = await runSkald(["serve"], { env: { SKALD_HOME: home, SKALD_PORT: String(port) } })
+        assert.strictEqual(out.status, 2)
+        assert.strictEqual(out.stderr.trimEnd().split("\n").length, 1, out.stderr)
+        assert.include(out.stderr, `skald: cannot listen on 127.0.0.1:${port}: the address is already in use`)
+        assert.include(out.stderr, "SKALD_PORT")
+        assert.include(out.stderr, "SKALD_HOST")
+        // The first run did not happen: no demo server was registered.
+        assert.deepStrictEqual(await list(home), [])
+      } finally {
+        blocker.close()
+      }
+    },
+    60_000
+  )
 
   it.scopedLive("media links are absolute when the host's address is known (as in skald serve)", () =>
     Effect.gen(function*() {

@@ -17,7 +17,11 @@ import { eventually } from "./support.js"
 const linePattern = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z \[[a-z]+\] {1,4} ?\S?/
 
 /** Retries `effect` until `done` holds (a bound against a hang, not a timing assertion). */
-const pollUntil = <A, E>(effect: Effect.Effect<A, E>, done: (a: A) => boolean, within: Duration.DurationInput = "30 seconds") =>
+const pollUntil = <A, E>(
+  effect: Effect.Effect<A, E>,
+  done: (a: A) => boolean,
+  within: Duration.DurationInput = "30 seconds"
+) =>
   effect.pipe(
     Effect.orDie,
     Effect.filterOrFail(done, () => "not yet"),
@@ -32,9 +36,18 @@ const readLines = (file: string): Array<string> =>
 describe("per-server logs", () => {
   it("formats lines as the seed does and sanitizes file names", () => {
     const at = new Date("2026-07-03T12:34:56.789Z")
-    assert.strictEqual(ServerLogs.formatLine(at, "stderr", "INFO: server ready"), "2026-07-03T12:34:56.789Z [stderr]     INFO: server ready")
-    assert.strictEqual(ServerLogs.formatLine(at, "warning", "scraper: rate limit approaching"), "2026-07-03T12:34:56.789Z [warning]    scraper: rate limit approaching")
-    assert.strictEqual(ServerLogs.formatLine(at, "lifecycle", "failed to start: command not found"), "2026-07-03T12:34:56.789Z [lifecycle]  failed to start: command not found")
+    assert.strictEqual(
+      ServerLogs.formatLine(at, "stderr", "INFO: server ready"),
+      "2026-07-03T12:34:56.789Z [stderr]     INFO: server ready"
+    )
+    assert.strictEqual(
+      ServerLogs.formatLine(at, "warning", "scraper: rate limit approaching"),
+      "2026-07-03T12:34:56.789Z [warning]    scraper: rate limit approaching"
+    )
+    assert.strictEqual(
+      ServerLogs.formatLine(at, "lifecycle", "failed to start: command not found"),
+      "2026-07-03T12:34:56.789Z [lifecycle]  failed to start: command not found"
+    )
     assert.strictEqual(ServerLogs.sanitize("a/b c..d"), "a_b_c..d")
   })
 
@@ -57,7 +70,8 @@ describe("per-server logs", () => {
       yield* eventually(() => readLines(file).some((l) => l.includes("stopped by the host")), "the stop to be logged")
       const lines = readLines(file)
       for (const line of lines) assert.match(line, linePattern, line)
-      const tagged = (tag: string, text: string) => lines.some((l) => l.slice(25).startsWith(`[${tag}]`) && l.includes(text))
+      const tagged = (tag: string, text: string) =>
+        lines.some((l) => l.slice(25).startsWith(`[${tag}]`) && l.includes(text))
       assert.isTrue(tagged("stderr", "host fixture: ready"), "a stderr line")
       assert.isTrue(tagged("stderr", "crashing on purpose"), "the crash's stderr")
       assert.isTrue(tagged("warning", "rate limit approaching"), "a notifications/message record at its level")
@@ -79,40 +93,49 @@ describe("per-server logs", () => {
       yield* manager.register(commandEntry("mute", process.execPath, ["-e", "setInterval(() => {}, 1000)"]))
       yield* waitForState(manager, "mute", "failed")
       const file = Path.join(home, "logs/mcp/mute.log")
-      yield* eventually(() => readLines(file).some((l) => l.includes("failed to start: MCP server 'mute' did not start within 1 s")), "the timeout line")
+      yield* eventually(
+        () => readLines(file).some((l) => l.includes("failed to start: MCP server 'mute' did not start within 1 s")),
+        "the timeout line"
+      )
     }))
 
-  it.scopedLive("100,000 stderr lines: calls keep being answered, every line is kept, the file rotates at 5 MB with one backup", () =>
-    Effect.gen(function*() {
-      const home = makeHome()
-      const { manager } = yield* startManager(home)
-      yield* manager.register(fixtureEntry("loud", "host"))
-      yield* waitForState(manager, "loud", "connected")
-      const total = 100_000
-      yield* manager.call("mcp__loud__flood", { lines: total })
-      // While the flood is being written, the server keeps answering.
-      let answered = 0
-      for (let i = 0; i < 50; i++) {
-        const r = yield* manager.call("mcp__loud__echo", { message: `ping ${i}` })
-        if (r._tag === "Text" && r.text === `ping ${i}`) answered++
-      }
-      assert.strictEqual(answered, 50)
-      const file = Path.join(home, "logs/mcp/loud.log")
-      const floodLines = () => [...readLines(`${file}.1`), ...readLines(file)].filter((l) => l.includes("flood line"))
-      yield* eventually(() => floodLines().length === total, "every flood line to be written", "60 seconds")
-      const lines = floodLines()
-      // In order, none lost or duplicated, each whole.
-      lines.forEach((line, i) => assert.isTrue(line.endsWith(`flood line ${i} of ${total}: the quick brown fox`), line))
-      assert.isTrue(Fs.existsSync(`${file}.1`), "rotated once")
-      assert.isAtMost(Fs.statSync(`${file}.1`).size, ServerLogs.MAX_FILE_BYTES)
-      assert.isAbove(Fs.statSync(`${file}.1`).size, ServerLogs.MAX_FILE_BYTES - 4096)
-      assert.isAtMost(Fs.statSync(file).size, ServerLogs.MAX_FILE_BYTES)
-      assert.isFalse(Fs.existsSync(`${file}.2`), "one backup only")
-      assert.strictEqual(
-        Fs.readdirSync(Path.join(home, "logs/mcp")).filter((f) => f.startsWith("loud")).sort().join(","),
-        "loud.log,loud.log.1"
-      )
-    }), { timeout: 120_000 })
+  it.scopedLive(
+    "100,000 stderr lines: calls keep being answered, every line is kept, the file rotates at 5 MB with one backup",
+    () =>
+      Effect.gen(function*() {
+        const home = makeHome()
+        const { manager } = yield* startManager(home)
+        yield* manager.register(fixtureEntry("loud", "host"))
+        yield* waitForState(manager, "loud", "connected")
+        const total = 100_000
+        yield* manager.call("mcp__loud__flood", { lines: total })
+        // While the flood is being written, the server keeps answering.
+        let answered = 0
+        for (let i = 0; i < 50; i++) {
+          const r = yield* manager.call("mcp__loud__echo", { message: `ping ${i}` })
+          if (r._tag === "Text" && r.text === `ping ${i}`) answered++
+        }
+        assert.strictEqual(answered, 50)
+        const file = Path.join(home, "logs/mcp/loud.log")
+        const floodLines = () => [...readLines(`${file}.1`), ...readLines(file)].filter((l) => l.includes("flood line"))
+        yield* eventually(() => floodLines().length === total, "every flood line to be written", "60 seconds")
+        const lines = floodLines()
+        // In order, none lost or duplicated, each whole.
+        lines.forEach((line, i) =>
+          assert.isTrue(line.endsWith(`flood line ${i} of ${total}: the quick brown fox`), line)
+        )
+        assert.isTrue(Fs.existsSync(`${file}.1`), "rotated once")
+        assert.isAtMost(Fs.statSync(`${file}.1`).size, ServerLogs.MAX_FILE_BYTES)
+        assert.isAbove(Fs.statSync(`${file}.1`).size, ServerLogs.MAX_FILE_BYTES - 4096)
+        assert.isAtMost(Fs.statSync(file).size, ServerLogs.MAX_FILE_BYTES)
+        assert.isFalse(Fs.existsSync(`${file}.2`), "one backup only")
+        assert.strictEqual(
+          Fs.readdirSync(Path.join(home, "logs/mcp")).filter((f) => f.startsWith("loud")).sort().join(","),
+          "loud.log,loud.log.1"
+        )
+      }),
+    { timeout: 120_000 }
+  )
 
   it.scopedLive("a server that prints its secret has it redacted from its log file and statuses", () =>
     Effect.gen(function*() {
@@ -120,50 +143,65 @@ describe("per-server logs", () => {
       const secret = `leaky-${Crypto.randomUUID()}`
       const { context, manager } = yield* startManager(home)
       yield* Context.get(context, SecretStore.SecretStore).set("LEAKY_TOKEN", Redacted.make(secret))
-      yield* manager.register(fixtureEntry("leaky", "host", { TOKEN: "${LEAKY_TOKEN}", HOST_FIXTURE_LEAK_ENV: "TOKEN" }))
+      yield* manager.register(
+        fixtureEntry("leaky", "host", { TOKEN: "${LEAKY_TOKEN}", HOST_FIXTURE_LEAK_ENV: "TOKEN" })
+      )
       yield* waitForState(manager, "leaky", "connected")
       yield* Effect.flip(manager.call("mcp__leaky__crash"))
       const failed = yield* waitForState(manager, "leaky", "failed")
       yield* waitForState(manager, "leaky", "connected")
       const file = Path.join(home, "logs/mcp/leaky.log")
-      yield* eventually(() => readLines(file).some((l) => l.includes("careless banner, TOKEN=[redacted]")), "the redacted banner")
+      yield* eventually(
+        () => readLines(file).some((l) => l.includes("careless banner, TOKEN=[redacted]")),
+        "the redacted banner"
+      )
       assert.notInclude(Fs.readFileSync(file, "utf8"), secret)
       assert.notInclude(failed?.error ?? "", secret)
     }))
 })
 
 describe("push events", () => {
-  it.scopedLive("a burst of 10,000 events lands as 10,000 rows, in order; protocol notifications are not events", () =>
-    Effect.gen(function*() {
-      const home = makeHome()
-      const { context, manager } = yield* startManager(home)
-      const repo = Context.get(context, EventStore.EventRepo)
-      yield* manager.register(fixtureEntry("pusher", "host"))
-      yield* waitForState(manager, "pusher", "connected")
-      yield* manager.call("mcp__pusher__chatter")
-      assert.strictEqual(yield* Effect.map(manager.call("mcp__pusher__burst", { count: 10_000 }), (r) => r._tag === "Text" ? r.text : ""), "sent 10000")
-      const events = yield* pollUntil(repo.list(), (all) => all.length >= 10_000, "60 seconds")
-      assert.strictEqual(events.length, 10_000)
-      events.forEach((e, i) => {
-        assert.strictEqual(e.server, "pusher")
-        assert.strictEqual(e.method, "event/burst")
-        assert.deepStrictEqual(e.params, { seq: i })
-        assert.strictEqual(e.status, "pending")
-      })
-      // progress, list_changed and message records went to their handlers, not the table.
-      assert.isFalse(events.some((e) => e.method.startsWith("notifications/")))
+  it.scopedLive(
+    "a burst of 10,000 events lands as 10,000 rows, in order; protocol notifications are not events",
+    () =>
+      Effect.gen(function*() {
+        const home = makeHome()
+        const { context, manager } = yield* startManager(home)
+        const repo = Context.get(context, EventStore.EventRepo)
+        yield* manager.register(fixtureEntry("pusher", "host"))
+        yield* waitForState(manager, "pusher", "connected")
+        yield* manager.call("mcp__pusher__chatter")
+        assert.strictEqual(
+          yield* Effect.map(
+            manager.call("mcp__pusher__burst", { count: 10_000 }),
+            (r) => r._tag === "Text" ? r.text : ""
+          ),
+          "sent 10000"
+        )
+        const events = yield* pollUntil(repo.list(), (all) => all.length >= 10_000, "60 seconds")
+        assert.strictEqual(events.length, 10_000)
+        events.forEach((e, i) => {
+          assert.strictEqual(e.server, "pusher")
+          assert.strictEqual(e.method, "event/burst")
+          assert.deepStrictEqual(e.params, { seq: i })
+          assert.strictEqual(e.status, "pending")
+        })
+        // progress, list_changed and message records went to their handlers, not the table.
+        assert.isFalse(events.some((e) => e.method.startsWith("notifications/")))
 
-      // The TIC agent's side: take pending ones, mark them processed.
-      const pending = yield* repo.list({ pending: true, limit: 100 })
-      assert.strictEqual(pending.length, 100)
-      assert.strictEqual(yield* repo.markProcessed(pending.map((e) => e.id)), 100)
-      assert.strictEqual(yield* repo.markProcessed(pending.map((e) => e.id)), 0, "already processed")
-      const next = yield* repo.list({ pending: true, limit: 1 })
-      assert.strictEqual(next[0]?.id, pending[99]!.id + 1)
-      const processed = (yield* repo.list({ limit: 1 }))[0]!
-      assert.strictEqual(processed.status, "processed")
-      assert.isString(processed.processedAt)
-    }), { timeout: 120_000 })
+        // The TIC agent's side: take pending ones, mark them processed.
+        const pending = yield* repo.list({ pending: true, limit: 100 })
+        assert.strictEqual(pending.length, 100)
+        assert.strictEqual(yield* repo.markProcessed(pending.map((e) => e.id)), 100)
+        assert.strictEqual(yield* repo.markProcessed(pending.map((e) => e.id)), 0, "already processed")
+        const next = yield* repo.list({ pending: true, limit: 1 })
+        assert.strictEqual(next[0]?.id, pending[99]!.id + 1)
+        const processed = (yield* repo.list({ limit: 1 }))[0]!
+        assert.strictEqual(processed.status, "processed")
+        assert.isString(processed.processedAt)
+      }),
+    { timeout: 120_000 }
+  )
 
   it.scopedLive("events sent right after initialize are not lost (the sink is in place before the first message)", () =>
     Effect.gen(function*() {
@@ -171,7 +209,9 @@ describe("push events", () => {
       const { context, manager } = yield* startManager(home)
       const repo = Context.get(context, EventStore.EventRepo)
       // The raw fixture pushes events as soon as it is initialized, before anyone could subscribe.
-      yield* manager.register(commandEntry("eager", process.execPath, [Path.join(import.meta.dirname, "fixtures/eager-events.mjs")]))
+      yield* manager.register(
+        commandEntry("eager", process.execPath, [Path.join(import.meta.dirname, "fixtures/eager-events.mjs")])
+      )
       yield* waitForState(manager, "eager", "connected")
       const events = yield* pollUntil(repo.list(), (all) => all.length >= 50)
       assert.deepStrictEqual(events.map((e) => (e.params as { n: number }).n), Array.from({ length: 50 }, (_, i) => i))

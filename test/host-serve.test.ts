@@ -6,12 +6,12 @@ import { assert, describe, it } from "@effect/vitest"
 import { HttpEndpoints, McpServerRepo, Paths } from "@skald/server"
 import { Context, Deferred, Effect, Layer } from "effect"
 import { spawn } from "node:child_process"
-import { root, runSkald, skald, startServe, stopProcess } from "./cli-support.js"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Path from "node:path"
+import { root, runSkald, skald, startServe, stopProcess } from "./cli-support.js"
 import { fixture } from "./fixtures/fixtures.js"
-import { fixtureEntry, makeHome, servicesLayer, startManager, waitForState, until } from "./host-support.js"
+import { fixtureEntry, makeHome, servicesLayer, startManager, until, waitForState } from "./host-support.js"
 import { isAlive } from "./support.js"
 
 /** A GET with the path sent exactly as given (no normalization of `..` or percent-escapes). */
@@ -21,7 +21,10 @@ const rawGet = (base: string, path: string): Promise<{ status: number; type: str
     const req = Http.request({ host: url.hostname, port: url.port, path, method: "GET" }, (res) => {
       const chunks: Array<Buffer> = []
       res.on("data", (c: Buffer) => chunks.push(c))
-      res.on("end", () => resolve({ status: res.statusCode!, type: res.headers["content-type"], body: Buffer.concat(chunks) }))
+      res.on(
+        "end",
+        () => resolve({ status: res.statusCode!, type: res.headers["content-type"], body: Buffer.concat(chunks) })
+      )
     })
     req.on("error", reject)
     req.end()
@@ -45,7 +48,9 @@ describe("the media endpoint", () => {
       const saved = Fs.readFileSync(Path.join(paths.mediaDir, match![2]!))
 
       const listening = yield* Deferred.make<string>()
-      yield* Layer.launch(HttpEndpoints.layer({ host: "127.0.0.1", port: 0 }, (url) => Deferred.succeed(listening, url))).pipe(
+      yield* Layer.launch(
+        HttpEndpoints.layer({ host: "127.0.0.1", port: 0 }, (url) => Deferred.succeed(listening, url))
+      ).pipe(
         Effect.provideService(Paths.Paths, paths),
         Effect.forkScoped
       )
@@ -91,7 +96,9 @@ describe("the media endpoint", () => {
     Effect.gen(function*() {
       const paths = Paths.make({ home: makeHome() })
       const error = yield* Effect.flip(
-        Layer.launch(HttpEndpoints.layer({ host: "0.0.0.0", port: 0 }, () => Effect.void)).pipe(Effect.provideService(Paths.Paths, paths))
+        Layer.launch(HttpEndpoints.layer({ host: "0.0.0.0", port: 0 }, () => Effect.void)).pipe(
+          Effect.provideService(Paths.Paths, paths)
+        )
       )
       assert.strictEqual(error._tag, "NonLoopbackBind")
       assert.include(error.message, "SKALD_HOST=127.0.0.1")
@@ -123,8 +130,16 @@ describe("skald mcp import", () => {
       })
       const dotMcp = write(".mcp.json", {
         mcpServers: {
-          search: { type: "http", url: "https://mcp.example.com/mcp", headers: { Authorization: "Bearer ${SEARCH_KEY}" } },
-          weather: { type: "sse", url: "https://weather.example.com/sse", headers: { Authorization: "Bearer sk-literal-999" } },
+          search: {
+            type: "http",
+            url: "https://mcp.example.com/mcp",
+            headers: { Authorization: "Bearer ${SEARCH_KEY}" }
+          },
+          weather: {
+            type: "sse",
+            url: "https://weather.example.com/sse",
+            headers: { Authorization: "Bearer sk-literal-999" }
+          },
           custom: { type: "http", url: "https://x.example.com/mcp", headers: { "X-Api-Key": "abc" } }
         }
       })
@@ -132,7 +147,12 @@ describe("skald mcp import", () => {
         inputs: [{ type: "promptString", id: "token", password: true }],
         servers: {
           github: { type: "stdio", command: "docker", args: ["run", "ghcr.io/github/github-mcp-server"] },
-          fetch: { type: "stdio", command: "uvx", args: ["mcp-server-fetch"], env: { API_TOKEN: "${env:FETCH_TOKEN}" } },
+          fetch: {
+            type: "stdio",
+            command: "uvx",
+            args: ["mcp-server-fetch"],
+            env: { API_TOKEN: "${env:FETCH_TOKEN}" }
+          },
           prompted: { type: "stdio", command: "x", env: { TOKEN: "${input:token}" } },
           local: { type: "stdio", command: "node", envFile: "${workspaceFolder}/.env" }
         }
@@ -140,7 +160,10 @@ describe("skald mcp import", () => {
 
       const a = yield* Effect.promise(() => run(home, ["mcp", "import", claude]))
       assert.strictEqual(a.status, 0, a.stderr)
-      assert.include(a.stdout, "imported github: stdio; secrets moved to the store: MCP_GITHUB__GITHUB_PERSONAL_ACCESS_TOKEN")
+      assert.include(
+        a.stdout,
+        "imported github: stdio; secrets moved to the store: MCP_GITHUB__GITHUB_PERSONAL_ACCESS_TOKEN"
+      )
       assert.include(a.stdout, "imported My-Files (from \"My Files\"): stdio, disabled")
       assert.include(a.stdout, "2 imported, 0 skipped")
       assert.notInclude(a.stdout + a.stderr, "ghp_literal_value_123")
@@ -179,14 +202,16 @@ describe("skald mcp import", () => {
 
       const secrets = yield* Effect.promise(() => run(home, ["secret", "list"]))
       assert.strictEqual(secrets.stdout, "MCP_GITHUB__GITHUB_PERSONAL_ACCESS_TOKEN\nMCP_WEATHER__API_KEY\n")
-      assert.strictEqual(Fs.readFileSync(Path.join(home, "secrets/vars/MCP_WEATHER__API_KEY"), "utf8"), "sk-literal-999")
+      assert.strictEqual(
+        Fs.readFileSync(Path.join(home, "secrets/vars/MCP_WEATHER__API_KEY"), "utf8"),
+        "sk-literal-999"
+      )
 
       const bad = yield* Effect.promise(() => run(home, ["mcp", "import", write("other.json", { something: {} })]))
       assert.strictEqual(bad.status, 2)
       assert.include(bad.stderr, "no `mcpServers`")
     }))
 })
-
 
 interface Summary {
   readonly name: string
@@ -202,11 +227,22 @@ describe("the first run", () => {
     const first = await startServe(home, { DEMO_TICK_SECONDS: "0.2" })
     try {
       assert.include(first.stderr(), "first run — registered the offline demo server 'demo'")
-      const listed = await until("demo connected", () => list(home), (l) => l.some((s) => s.name === "demo" && s.state === "connected"))
+      const listed = await until(
+        "demo connected",
+        () => list(home),
+        (l) => l.some((s) => s.name === "demo" && s.state === "connected")
+      )
       assert.strictEqual(listed.find((s) => s.name === "demo")?.toolCount, 10)
 
       // Its ticks are events in the database.
-      const events = await until("demo ticks", async () => JSON.parse((await run(home, ["events", "--json", "--pending"])).stdout) as Array<{ method: string; server: string }>, (e) => e.length >= 2)
+      const events = await until(
+        "demo ticks",
+        async () =>
+          JSON.parse((await run(home, ["events", "--json", "--pending"])).stdout) as Array<
+            { method: string; server: string }
+          >,
+        (e) => e.length >= 2
+      )
       assert.isTrue(events.every((e) => e.server === "demo" && e.method === "event/demo_tick"))
       const text = await run(home, ["events", "--limit", "1"])
       assert.match(text.stdout, /^1\t\S+\tpending\tdemo\tevent\/demo_tick\t/)
@@ -214,12 +250,19 @@ describe("the first run", () => {
       // Its log file, and --follow keeps printing.
       const logs = await run(home, ["mcp", "logs", "demo"])
       assert.match(logs.stdout, /\[lifecycle\]  connected: skald-demo/)
-      const follower = spawn(process.execPath, [skald, "mcp", "logs", "demo", "--follow"], { cwd: root, env: { ...process.env, SKALD_HOME: home } })
+      const follower = spawn(process.execPath, [skald, "mcp", "logs", "demo", "--follow"], {
+        cwd: root,
+        env: { ...process.env, SKALD_HOME: home }
+      })
       let followed = ""
       follower.stdout.on("data", (d: Buffer) => (followed += d.toString()))
       const before = (await run(home, ["mcp", "call", "demo", "echo", "--args", "{\"message\":\"followed\"}"])).status
       assert.strictEqual(before, 0)
-      await until("the follower to see a new line", async () => followed, (f) => f.split("\n").length > logs.stdout.split("\n").length)
+      await until(
+        "the follower to see a new line",
+        async () => followed,
+        (f) => f.split("\n").length > logs.stdout.split("\n").length
+      )
       follower.kill()
 
       // A media result is a URL the host serves.
@@ -251,9 +294,17 @@ describe("a host that was killed", () => {
     const home = makeHome()
     const host = fixture("host", undefined, [`orphan-${Date.now()}`])
     // A server that ignores the end of its stdin (most exit on it when their host dies).
-    assert.strictEqual((await run(home, ["mcp", "add", "survivor", "--env", "HOST_FIXTURE_STAY=1", "--", host.command, ...host.args])).status, 0)
+    assert.strictEqual(
+      (await run(home, ["mcp", "add", "survivor", "--env", "HOST_FIXTURE_STAY=1", "--", host.command, ...host.args]))
+        .status,
+      0
+    )
     const first = await startServe(home)
-    const listed = await until("survivor connected", () => list(home), (l) => l.some((s) => s.name === "survivor" && s.state === "connected"))
+    const listed = await until(
+      "survivor connected",
+      () => list(home),
+      (l) => l.some((s) => s.name === "survivor" && s.state === "connected")
+    )
     const pid = (listed.find((s) => s.name === "survivor") as { pid?: number }).pid!
     // No finalizer runs on SIGKILL: the server (its own process group) lives on.
     first.child.kill("SIGKILL")
@@ -264,7 +315,11 @@ describe("a host that was killed", () => {
     try {
       assert.include(second.stderr(), "left running by a previous host")
       await until("the orphan to be gone", async () => isAlive(pid), (alive) => !alive)
-      const again = await until("survivor connected again", () => list(home), (l) => l.some((s) => s.name === "survivor" && s.state === "connected"))
+      const again = await until(
+        "survivor connected again",
+        () => list(home),
+        (l) => l.some((s) => s.name === "survivor" && s.state === "connected")
+      )
       assert.notStrictEqual((again.find((s) => s.name === "survivor") as { pid?: number }).pid, pid)
       const logs = await run(home, ["mcp", "logs", "survivor"])
       assert.include(logs.stdout, "[lifecycle]  stopped a process a previous host left running")

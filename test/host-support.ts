@@ -101,7 +101,12 @@ export const filesUnder = (dir: string, exclude: ReadonlyArray<string> = []): Ar
 }
 
 /** Polls `get` every 150 ms until `ok`; throws after `within` ms (a bound against a hang, not a measurement). */
-export const until = async <A>(what: string, get: () => Promise<A>, ok: (a: A) => boolean, within = 60_000): Promise<A> => {
+export const until = async <A>(
+  what: string,
+  get: () => Promise<A>,
+  ok: (a: A) => boolean,
+  within = 60_000
+): Promise<A> => {
   const deadline = Date.now() + within
   let last: A = await get()
   while (!ok(last)) {

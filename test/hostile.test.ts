@@ -114,11 +114,19 @@ describe("hostile servers", () => {
 
   it.live("an unsupported protocol version fails the layer with McpUnsupportedProtocolVersion", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(Effect.scoped(connect("old", hostile("version", { FIXTURE_VERSION: "1999-01-01" }))))
+      const error = yield* Effect.flip(
+        Effect.scoped(connect("old", hostile("version", { FIXTURE_VERSION: "1999-01-01" })))
+      )
       assert.instanceOf(error, McpError.McpUnsupportedProtocolVersion)
       assert.strictEqual(error.received, "1999-01-01")
       assert.strictEqual(error.requested, "2025-11-25")
-      assert.deepStrictEqual([...error.supported], ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"])
+      assert.deepStrictEqual([...error.supported], [
+        "2025-11-25",
+        "2025-06-18",
+        "2025-03-26",
+        "2024-11-05",
+        "2024-10-07"
+      ])
       assert.include(error.message, "1999-01-01")
       assert.include(error.message, "2025-11-25")
     }))
@@ -143,7 +151,9 @@ describe("hostile servers", () => {
   it.live("a command that does not exist fails with McpSpawnError", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(
-        Effect.scoped(connect("missing", { command: "/nonexistent/skald-no-such-server", args: ["--flag"], cwd: process.cwd() }))
+        Effect.scoped(
+          connect("missing", { command: "/nonexistent/skald-no-such-server", args: ["--flag"], cwd: process.cwd() })
+        )
       )
       assert.instanceOf(error, McpError.McpSpawnError)
       assert.strictEqual(error.reason, "command not found")

@@ -39,7 +39,10 @@ export interface StartOptions {
 }
 
 /** Starts a server process, ready once `options.ready` matches its output; SIGTERM (then SIGKILL) when the scope closes. */
-export const spawnServer = (command: FixtureCommand, options: StartOptions): Effect.Effect<RunningServer, Error, Scope.Scope> =>
+export const spawnServer = (
+  command: FixtureCommand,
+  options: StartOptions
+): Effect.Effect<RunningServer, Error, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.async<{ child: ChildProcess.ChildProcess; server: RunningServer }, Error>((resume) => {
       const child = ChildProcess.spawn(command.command, command.args, {
@@ -113,7 +116,14 @@ export const freePort: Effect.Effect<number> = Effect.async<number>((resume) => 
   })
 })
 
-const everythingMain = path.join(repoRoot, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+const everythingMain = path.join(
+  repoRoot,
+  "node_modules",
+  "@modelcontextprotocol",
+  "server-everything",
+  "dist",
+  "index.js"
+)
 
 /**
  * `@modelcontextprotocol/server-everything` over HTTP: `streamableHttp` (endpoint `/mcp`) or the
@@ -128,7 +138,11 @@ export const startEverything = (
     const endpoint = transport === "sse" ? "/sse" : "/mcp"
     return yield* spawnServer(
       { command: process.execPath, args: [everythingMain, transport], cwd: repoRoot, env: { PORT: String(port) } },
-      { ready: /listening on port \d+|running on port \d+/, url: () => `http://127.0.0.1:${port}${endpoint}`, stdoutOnly: false }
+      {
+        ready: /listening on port \d+|running on port \d+/,
+        url: () => `http://127.0.0.1:${port}${endpoint}`,
+        stdoutOnly: false
+      }
     )
   }).pipe(Effect.retry({ times: 2 }))
 

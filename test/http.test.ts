@@ -105,7 +105,12 @@ describe("server-everything: the legacy fallback", () => {
       assert.strictEqual(text, "Echo: legacy")
       const lifecycle = logs.withTag("lifecycle")
       assert.include(lifecycle, "initialize got HTTP 404: trying the legacy HTTP+SSE transport")
-      assert.isTrue(lifecycle.some((l) => /^legacy HTTP\+SSE transport: posting to http:\/\/127\.0\.0\.1:\d+\/message\?sessionId=/.test(l)), lifecycle.join("\n"))
+      assert.isTrue(
+        lifecycle.some((l) =>
+          /^legacy HTTP\+SSE transport: posting to http:\/\/127\.0\.0\.1:\d+\/message\?sessionId=/.test(l)
+        ),
+        lifecycle.join("\n")
+      )
     }))
 })
 
@@ -176,7 +181,9 @@ describe("headers", () => {
     Effect.gen(function*() {
       const file = tempFile("http-token")
       // (The wrong key is distinctive, so the message can be checked for it.)
-      const server = yield* startHttpFixture(httpFixture("echo", "stateful", { FIXTURE_TOKEN: "t0ken", FIXTURE_RECORD: file }))
+      const server = yield* startHttpFixture(
+        httpFixture("echo", "stateful", { FIXTURE_TOKEN: "t0ken", FIXTURE_RECORD: file })
+      )
       const text = yield* Effect.scoped(
         Effect.gen(function*() {
           const client = yield* connectHttp("token", server.url, { transport: { apiKey: "t0ken" } })
@@ -217,9 +224,15 @@ describe("session expiry", () => {
       ).pipe(logs.provide)
       assert.strictEqual(text, "still here")
       assert.deepStrictEqual(hostile.ofEvent("initialize").map((r) => r.sessionId), ["session-1", "session-2"])
-      assert.deepStrictEqual(hostile.ofEvent("expired"), [{ event: "expired", sessionId: "session-1", method: "tools/call" }])
+      assert.deepStrictEqual(hostile.ofEvent("expired"), [{
+        event: "expired",
+        sessionId: "session-1",
+        method: "tools/call"
+      }])
       const posts = hostile.ofEvent("request").filter((r) => r.method === "POST")
-      const afterExpiry = posts.slice(posts.findIndex((r) => r.sessionId === "session-1" && methodsOf(r)[0] === "tools/call") + 1)
+      const afterExpiry = posts.slice(
+        posts.findIndex((r) => r.sessionId === "session-1" && methodsOf(r)[0] === "tools/call") + 1
+      )
       const reinit = afterExpiry[0]!
       assert.deepStrictEqual(methodsOf(reinit), ["initialize"])
       assert.isUndefined(reinit.sessionId)
@@ -270,20 +283,24 @@ describe("session expiry", () => {
 })
 
 describe("tasks across a session expiry", () => {
-  it.scopedLive("a task of the expired session fails with a typed error that says so, not a retry against the new one", () =>
-    Effect.gen(function*() {
-      // session-1 carries initialized, tools/list and the task's tools/call; its first tasks/get finds it gone.
-      const hostile = yield* startHostile("expire", { FIXTURE_EXPIRE_AFTER: "3" })
-      const client = yield* connectHttp("expire-task", hostile.url, {
-        client: { pollIntervalBounds: { min: "100 millis", max: "1 second" } }
-      }).pipe(makeLogCapture().provide)
-      const error = expectHttpError(yield* Effect.flip(client.callTool("task", {})))
-      assert.include(error.message, "task task-1 belonged to a session that expired")
-      assert.deepStrictEqual(hostile.ofEvent("initialize").map((r) => r.sessionId), ["session-1", "session-2"])
-      // The stale task was never asked about on the new session.
-      const onNewSession = hostile.ofEvent("request").filter((r) => r.sessionId === "session-2").flatMap(methodsOf)
-      assert.notInclude(onNewSession, "tasks/get")
-    }), { timeout: 30_000 })
+  it.scopedLive(
+    "a task of the expired session fails with a typed error that says so, not a retry against the new one",
+    () =>
+      Effect.gen(function*() {
+        // session-1 carries initialized, tools/list and the task's tools/call; its first tasks/get finds it gone.
+        const hostile = yield* startHostile("expire", { FIXTURE_EXPIRE_AFTER: "3" })
+        const client = yield* connectHttp("expire-task", hostile.url, {
+          client: { pollIntervalBounds: { min: "100 millis", max: "1 second" } }
+        }).pipe(makeLogCapture().provide)
+        const error = expectHttpError(yield* Effect.flip(client.callTool("task", {})))
+        assert.include(error.message, "task task-1 belonged to a session that expired")
+        assert.deepStrictEqual(hostile.ofEvent("initialize").map((r) => r.sessionId), ["session-1", "session-2"])
+        // The stale task was never asked about on the new session.
+        const onNewSession = hostile.ofEvent("request").filter((r) => r.sessionId === "session-2").flatMap(methodsOf)
+        assert.notInclude(onNewSession, "tasks/get")
+      }),
+    { timeout: 30_000 }
+  )
 })
 
 describe("session expiry on the SDK server", () => {
@@ -292,13 +309,17 @@ describe("session expiry on the SDK server", () => {
       Effect.gen(function*() {
         const file = tempFile(`sdk-expire-${mode}`)
         const records = () => readRecords(file)
-        const server = yield* startHttpFixture(httpFixture("echo", mode, { FIXTURE_SESSION_REQUESTS: "2", FIXTURE_RECORD: file }))
+        const server = yield* startHttpFixture(
+          httpFixture("echo", mode, { FIXTURE_SESSION_REQUESTS: "2", FIXTURE_RECORD: file })
+        )
         const client = yield* connectHttp("sdk-expire", server.url, { client: { callTimeout: "5 seconds" } })
         yield* client.tools // POST 2 on the first session: the next one finds it gone
         assert.strictEqual(expectText((yield* client.callTool("echo", { message: "again" })).result).text, "again")
         const sessions = records().filter((r) => r.event === "initialize").map((r) => r.sessionId)
         assert.strictEqual(sessions.length, 2)
-        assert.deepStrictEqual(records().filter((r) => r.event === "session-dropped").map((r) => r.sessionId), [sessions[0]])
+        assert.deepStrictEqual(records().filter((r) => r.event === "session-dropped").map((r) => r.sessionId), [
+          sessions[0]
+        ])
         // ping_client makes the server ping the client on its GET stream (the stream of no request):
         // the new session needs one too.
         const outcome = yield* client.callTool("ping_client")
@@ -359,7 +380,9 @@ describe("resumption on the SDK server", () => {
       ).pipe(logs.provide)
       assert.strictEqual(text, "came back")
       assert.strictEqual(records().filter((r) => r.event === "stream-closed").length, 1)
-      const resumes = records().filter((r) => r.event === "request" && r.method === "GET" && r.lastEventId !== undefined)
+      const resumes = records().filter((r) =>
+        r.event === "request" && r.method === "GET" && r.lastEventId !== undefined
+      )
       assert.isAtLeast(resumes.length, 1)
       const fromServer = logs.lines.filter((l) => l.text.startsWith("fixture: ")).map((l) => l.text)
       assert.deepStrictEqual(fromServer, ["fixture: before the drop", "fixture: after the drop"])
@@ -597,7 +620,14 @@ describe("skald CLI over --http", () => {
   it.scopedLive("call get-structured-content against server-everything prints the structured JSON", () =>
     Effect.gen(function*() {
       const server = yield* startEverything("streamableHttp")
-      const r = yield* run(["call", "get-structured-content", "--http", server.url, "--args", "{\"location\":\"New York\"}"])
+      const r = yield* run([
+        "call",
+        "get-structured-content",
+        "--http",
+        server.url,
+        "--args",
+        "{\"location\":\"New York\"}"
+      ])
       assert.strictEqual(r.status, 0, r.stderr)
       const value = JSON.parse(r.stdout) as { temperature: unknown }
       assert.isNumber(value.temperature)
@@ -607,10 +637,20 @@ describe("skald CLI over --http", () => {
   it.scopedLive("tools --http URL --api-key-env VAR sends the bearer token on every request", () =>
     Effect.gen(function*() {
       const file = tempFile("cli-token")
-      const server = yield* startHttpFixture(httpFixture("echo", "stateful", { FIXTURE_TOKEN: "cli-t0ken", FIXTURE_RECORD: file }))
-      const r = yield* run(["tools", "--http", server.url, "--api-key-env", "SKALD_TEST_KEY"], { SKALD_TEST_KEY: "cli-t0ken" })
+      const server = yield* startHttpFixture(
+        httpFixture("echo", "stateful", { FIXTURE_TOKEN: "cli-t0ken", FIXTURE_RECORD: file })
+      )
+      const r = yield* run(["tools", "--http", server.url, "--api-key-env", "SKALD_TEST_KEY"], {
+        SKALD_TEST_KEY: "cli-t0ken"
+      })
       assert.strictEqual(r.status, 0, r.stderr)
-      assert.deepStrictEqual(r.stdout.trim().split("\n").map((l) => l.split(" ")[0]), ["echo", "fail", "log", "ping_client", "ask_roots"])
+      assert.deepStrictEqual(r.stdout.trim().split("\n").map((l) => l.split(" ")[0]), [
+        "echo",
+        "fail",
+        "log",
+        "ping_client",
+        "ask_roots"
+      ])
       const requests = readRecords(file).filter((r) => r.event === "request")
       assert.isAtLeast(requests.length, 3)
       for (const q of requests) assert.strictEqual(q.authorization, "Bearer cli-t0ken", JSON.stringify(q))
@@ -667,34 +707,42 @@ describe("skald CLI over --http", () => {
 })
 
 describe("closing is bounded", () => {
-  it.scopedLive("a server that never answers the closing DELETE does not hold the scope past closeTimeout", () =>
-    Effect.gen(function*() {
-      // A minimal server on loopback: initialize answered, notifications accepted, DELETE never answered.
-      const deletes: Array<string | undefined> = []
-      const server = Http.createServer((req, res) => {
-        if (req.method === "DELETE") return void deletes.push(req.headers["mcp-session-id"] as string | undefined)
-        if (req.method === "GET") return void res.writeHead(405).end()
-        let body = ""
-        req.on("data", (c) => (body += String(c)))
-        req.on("end", () => {
-          const m = JSON.parse(body) as { id?: number; params?: { protocolVersion?: string } }
-          if (m.id === undefined) return void res.writeHead(202).end()
-          res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "s-1" }).end(JSON.stringify({
-            jsonrpc: "2.0",
-            id: m.id,
-            result: { protocolVersion: m.params?.protocolVersion, capabilities: {}, serverInfo: { name: "mute-delete" } }
-          }))
+  it.scopedLive(
+    "a server that never answers the closing DELETE does not hold the scope past closeTimeout",
+    () =>
+      Effect.gen(function*() {
+        // A minimal server on loopback: initialize answered, notifications accepted, DELETE never answered.
+        const deletes: Array<string | undefined> = []
+        const server = Http.createServer((req, res) => {
+          if (req.method === "DELETE") return void deletes.push(req.headers["mcp-session-id"] as string | undefined)
+          if (req.method === "GET") return void res.writeHead(405).end()
+          let body = ""
+          req.on("data", (c) => (body += String(c)))
+          req.on("end", () => {
+            const m = JSON.parse(body) as { id?: number; params?: { protocolVersion?: string } }
+            if (m.id === undefined) return void res.writeHead(202).end()
+            res.writeHead(200, { "content-type": "application/json", "mcp-session-id": "s-1" }).end(JSON.stringify({
+              jsonrpc: "2.0",
+              id: m.id,
+              result: {
+                protocolVersion: m.params?.protocolVersion,
+                capabilities: {},
+                serverInfo: { name: "mute-delete" }
+              }
+            }))
+          })
         })
-      })
-      yield* Effect.acquireRelease(
-        Effect.async<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
-        () => Effect.sync(() => server.closeAllConnections()).pipe(Effect.zipRight(Effect.sync(() => server.close())))
-      )
-      const { port } = server.address() as { port: number }
-      yield* Effect.scoped(connectHttp("mute-delete", `http://127.0.0.1:${port}/mcp`, {
-        transport: { closeTimeout: "300 millis" }
-      }))
-      // The scope above closed although the DELETE was never answered (the test's timeout would catch a hang).
-      assert.deepStrictEqual(deletes, ["s-1"])
-    }), { timeout: 15_000 })
+        yield* Effect.acquireRelease(
+          Effect.async<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
+          () => Effect.sync(() => server.closeAllConnections()).pipe(Effect.zipRight(Effect.sync(() => server.close())))
+        )
+        const { port } = server.address() as { port: number }
+        yield* Effect.scoped(connectHttp("mute-delete", `http://127.0.0.1:${port}/mcp`, {
+          transport: { closeTimeout: "300 millis" }
+        }))
+        // The scope above closed although the DELETE was never answered (the test's timeout would catch a hang).
+        assert.deepStrictEqual(deletes, ["s-1"])
+      }),
+    { timeout: 15_000 }
+  )
 })

@@ -29,8 +29,19 @@ type Command =
 const name = fc.constantFrom(...names)
 const external = fc.boolean()
 const command: fc.Arbitrary<Command> = fc.oneof(
-  { arbitrary: fc.record({ _tag: fc.constant("Register" as const), name, variant: fc.constantFrom<Variant>("good", "good", "bad"), external }), weight: 6 },
-  { arbitrary: fc.record({ _tag: fc.constant("SetEnabled" as const), name, enabled: fc.boolean(), external }), weight: 3 },
+  {
+    arbitrary: fc.record({
+      _tag: fc.constant("Register" as const),
+      name,
+      variant: fc.constantFrom<Variant>("good", "good", "bad"),
+      external
+    }),
+    weight: 6
+  },
+  {
+    arbitrary: fc.record({ _tag: fc.constant("SetEnabled" as const), name, enabled: fc.boolean(), external }),
+    weight: 3
+  },
   { arbitrary: fc.record({ _tag: fc.constant("Unregister" as const), name, external }), weight: 2 },
   { arbitrary: fc.record({ _tag: fc.constant("Restart" as const), name, external }), weight: 2 },
   { arbitrary: fc.record({ _tag: fc.constant("Crash" as const), name }), weight: 2 },
@@ -89,7 +100,9 @@ describe("McpManager model", () => {
           const problems: Array<string> = []
           const rowNames = rows.map((r) => r.name as string).sort()
           const modelNames = [...model.keys()].sort()
-          if (JSON.stringify(rowNames) !== JSON.stringify(modelNames)) problems.push(`rows ${rowNames} ≠ model ${modelNames}`)
+          if (JSON.stringify(rowNames) !== JSON.stringify(modelNames)) {
+            problems.push(`rows ${rowNames} ≠ model ${modelNames}`)
+          }
           for (const row of rows) {
             const m = model.get(row.name as Name)
             if (m !== undefined && row.enabled !== m.enabled) problems.push(`${row.name} enabled=${row.enabled}`)
@@ -98,7 +111,9 @@ describe("McpManager model", () => {
           const pids = yield* manager.pids
           for (const [n, m] of model) {
             const s = summaries.find((x) => x.name === n)
-            if (s?.state !== expectedState(m)) problems.push(`${n} is ${s?.state} (${s?.error ?? ""}), expected ${expectedState(m)}`)
+            if (s?.state !== expectedState(m)) {
+              problems.push(`${n} is ${s?.state} (${s?.error ?? ""}), expected ${expectedState(m)}`)
+            }
             const running = m.enabled && m.variant === "good"
             const pid = pids.get(n)
             if (running !== (pid !== undefined)) problems.push(`${n} running=${pid !== undefined}, expected ${running}`)
@@ -106,11 +121,15 @@ describe("McpManager model", () => {
             if (pid !== undefined && mustChange.get(n) === pid) problems.push(`${n} still runs the old process ${pid}`)
           }
           for (const n of pids.keys()) if (!model.has(n as Name)) problems.push(`${n} runs but is not in the model`)
-          for (const s of summaries) if (!model.has(s.name as Name)) problems.push(`${s.name} is listed but not in the model`)
+          for (const s of summaries) {
+            if (!model.has(s.name as Name)) problems.push(`${s.name} is listed but not in the model`)
+          }
           // Live processes of this run are exactly the running connections' processes.
           const live = processesMatching([marker]).map((p) => p.pid).sort()
           const expected = [...pids.values()].sort()
-          if (JSON.stringify(live) !== JSON.stringify(expected)) problems.push(`live processes ${live} ≠ connections ${expected}`)
+          if (JSON.stringify(live) !== JSON.stringify(expected)) {
+            problems.push(`live processes ${live} ≠ connections ${expected}`)
+          }
           for (const pid of expected) if (!isAlive(pid)) problems.push(`process ${pid} is dead`)
           if (problems.length > 0) return yield* Effect.fail(problems.join("; "))
           mustChange.clear()
@@ -129,10 +148,14 @@ describe("McpManager model", () => {
                 yield* Effect.orDie(other.upsert(entry))
                 // Another process's identical write need not restart a server; a changed one must.
                 const prev = model.get(cmd.name)
-                if (before !== undefined && prev !== undefined && prev.variant !== cmd.variant) mustChange.set(cmd.name, before)
+                if (before !== undefined && prev !== undefined && prev.variant !== cmd.variant) {
+                  mustChange.set(cmd.name, before)
+                }
               } else {
                 yield* Effect.orDie(manager.register(entry))
-                if (before !== undefined) mustChange.set(cmd.name, before)
+                if (before !== undefined) {
+                  mustChange.set(cmd.name, before)
+                }
               }
               model.set(cmd.name, { variant: cmd.variant, enabled: true })
               break
@@ -198,4 +221,3 @@ describe("McpManager model", () => {
     { timeout: 600_000, fastCheck: { numRuns: 15 } }
   )
 })
-

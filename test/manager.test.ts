@@ -43,8 +43,14 @@ describe("McpManager", () => {
       assert.includeMembers(names, ["mcp__host__echo", "mcp__host__env_digest", "mcp__everything__echo"])
       const granted = (yield* manager.toolsFor(["host"])).map((t) => t.name)
       assert.sameMembers(granted, [
-        "mcp__host__echo", "mcp__host__env_digest", "mcp__host__crash", "mcp__host__pid",
-        "mcp__host__flood", "mcp__host__log", "mcp__host__burst", "mcp__host__chatter"
+        "mcp__host__echo",
+        "mcp__host__env_digest",
+        "mcp__host__crash",
+        "mcp__host__pid",
+        "mcp__host__flood",
+        "mcp__host__log",
+        "mcp__host__burst",
+        "mcp__host__chatter"
       ])
 
       assert.strictEqual(text(yield* manager.call("mcp__host__echo", { message: "hello" })), "hello")
@@ -91,7 +97,11 @@ describe("McpManager", () => {
       const marker = `skald-never-answers-${Crypto.randomUUID()}`
       // Long enough for the good server to start on a loaded machine; the mute one never will.
       // Failed starts are retried after the backoff: minutes here, so this test sees the first failures.
-      const { manager } = yield* startManager(makeHome(), { startTimeout: "8 seconds", restartBase: "10 minutes", restartMax: "10 minutes" })
+      const { manager } = yield* startManager(makeHome(), {
+        startTimeout: "8 seconds",
+        restartBase: "10 minutes",
+        restartMax: "10 minutes"
+      })
       yield* manager.register(commandEntry("bad", "/nonexistent/skald-command", []))
       yield* manager.register(commandEntry("mute", process.execPath, ["-e", "setInterval(() => {}, 1000)", marker]))
       yield* manager.register(fixtureEntry("good", "host"))
@@ -165,7 +175,9 @@ describe("McpManager", () => {
       yield* Effect.addFinalizer(() => Effect.sync(() => delete process.env.SKALD_TEST_ENV_ONLY))
       const lines: Array<string> = []
       const capture = Logger.make(({ annotations, message }) => {
-        lines.push(`${Array.isArray(message) ? message.join(" ") : String(message)} ${JSON.stringify([...annotations])}`)
+        lines.push(
+          `${Array.isArray(message) ? message.join(" ") : String(message)} ${JSON.stringify([...annotations])}`
+        )
       })
 
       yield* Effect.gen(function*() {
@@ -182,7 +194,10 @@ describe("McpManager", () => {
         yield* waitForState(manager, "vault", "connected")
         const sha = (s: string) => Crypto.createHash("sha256").update(s).digest("hex")
         assert.strictEqual(text(yield* manager.call("mcp__vault__env_digest", { name: "TOKEN" })), sha(secret))
-        assert.strictEqual(text(yield* manager.call("mcp__vault__env_digest", { name: "MIXED" })), sha(`Bearer ${secret}!`))
+        assert.strictEqual(
+          text(yield* manager.call("mcp__vault__env_digest", { name: "MIXED" })),
+          sha(`Bearer ${secret}!`)
+        )
         assert.strictEqual(text(yield* manager.call("mcp__vault__env_digest", { name: "OTHER" })), sha(envOnly))
 
         const orphan = yield* waitForState(manager, "orphan", "failed")
@@ -190,7 +205,11 @@ describe("McpManager", () => {
         assert.include(orphan?.error, "skald secret set SKALD_NO_SUCH_SECRET")
         // The server's stderr reached the logs, so the capture is live.
         assert.isTrue(lines.some((l) => l.includes("TOKEN is set")), "the fixture's stderr was logged")
-      }).pipe(Effect.scoped, Effect.provide(Logger.replace(Logger.defaultLogger, capture)), Logger.withMinimumLogLevel(LogLevel.All))
+      }).pipe(
+        Effect.scoped,
+        Effect.provide(Logger.replace(Logger.defaultLogger, capture)),
+        Logger.withMinimumLogLevel(LogLevel.All)
+      )
 
       // The store keeps it private…
       const secretsDir = Path.join(home, "secrets")

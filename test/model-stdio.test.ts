@@ -115,7 +115,9 @@ layer(clientLayer("model-stdio", fixture("cancel", { FIXTURE_RECORD: file })), {
           const cancelled = records.filter((r) => r.event === "cancelled")
           const aborted = records.filter((r) => r.event === "aborted")
           const known = new Set(calls.map((c) => c.requestId))
-          for (const r of cancelled) assert.isTrue(known.has(r.requestId), `cancelled an unknown request ${JSON.stringify(r)}`)
+          for (const r of cancelled) {
+            assert.isTrue(known.has(r.requestId), `cancelled an unknown request ${JSON.stringify(r)}`)
+          }
           for (const [i, call] of calls.entries()) {
             const exit = call.fiber.unsafePoll()
             assert.isNotNull(exit, `call ${i} settled`)

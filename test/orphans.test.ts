@@ -130,58 +130,99 @@ const until = <A>(what: string, get: () => Promise<A> | A, ok: (a: A) => boolean
   )
 
 describe("a host that was killed", () => {
-  it.live("leaves wrapped servers (npx-style, shebang scripts, an exited leader) and a starting one that the next host stops", () =>
-    Effect.gen(function*() {
-      const home = makeHome()
-      const host = fixture("host")
-      const wrapper = fixturePath("wrapper")
-      const script = Path.join(home, "server.sh")
-      Fs.writeFileSync(script, `#!/bin/sh\n${JSON.stringify(host.command)} ${host.args.map((a) => JSON.stringify(a)).join(" ")}\n`)
-      Fs.chmodSync(script, 0o755)
-      const kinds: Record<string, ReadonlyArray<string>> = {
-        npx: [process.execPath, wrapper, "stay", host.command, ...host.args],
-        shebang: [script],
-        leaver: [process.execPath, wrapper, "leave", host.command, ...host.args]
-      }
-      for (const [name, commandLine] of Object.entries(kinds)) {
-        // Servers that ignore the end of their stdin, as a server that outlives a killed host does.
-        const added = yield* Effect.promise(() => runSkald(["mcp", "add", name, "--home", home, "--env", "HOST_FIXTURE_STAY=1", "--", ...commandLine]))
-        assert.strictEqual(added.status, 0, added.stderr)
-      }
-      // And one that never answers initialize: still `starting` when the host is killed.
-      const mute = yield* Effect.promise(() => runSkald(["mcp", "add", "mute", "--home", home, "--", process.execPath, "-e", "setInterval(() => {}, 1000)"]))
-      assert.strictEqual(mute.status, 0, mute.stderr)
-      // Ours, not the demo server that the first run adds.
-      const list = () =>
-        runSkald(["mcp", "list", "--json", "--home", home]).then((r) =>
-          (JSON.parse(r.stdout) as Array<{ name: string; state: string; pid?: number }>).filter((s) => s.name in kinds)
+  it.live(
+    "leaves wrapped servers (npx-style, shebang scripts, an exited leader) and a starting one that the next host stops",
+    () =>
+      Effect.gen(function*() {
+        const home = makeHome()
+        const host = fixture("host")
+        const wrapper = fixturePath("wrapper")
+        const script = Path.join(home, "server.sh")
+        Fs.writeFileSync(
+          script,
+          `#!/bin/sh\n${JSON.stringify(host.command)} ${host.args.map((a) => JSON.stringify(a)).join(" ")}\n`
         )
-      const first = yield* Effect.promise(() => startServe(home))
-      yield* Effect.addFinalizer(() => Effect.sync(() => first.child.exitCode === null && first.child.signalCode === null && first.child.kill("SIGKILL")))
-      const listed = yield* until("every server connected", list, (l) => l.length === 3 && l.every((s) => s.state === "connected"))
-      const groups = new Map(listed.map((s) => [s.name, s.pid!]))
-      // Each group holds the launcher and the real server.
-      for (const [name, pgid] of groups) assert.strictEqual(groupMembers(pgid).length, 2, `${name}: ${groupMembers(pgid)}`)
-      const starting = yield* until("mute spawned", () => runSkald(["mcp", "list", "--json", "--home", home]).then((r) =>
-        (JSON.parse(r.stdout) as Array<{ name: string; state: string; pid?: number }>).find((s) => s.name === "mute")
-      ), (s) => s?.state === "starting" && s.pid !== undefined)
-      groups.set("mute", starting!.pid!)
+        Fs.chmodSync(script, 0o755)
+        const kinds: Record<string, ReadonlyArray<string>> = {
+          npx: [process.execPath, wrapper, "stay", host.command, ...host.args],
+          shebang: [script],
+          leaver: [process.execPath, wrapper, "leave", host.command, ...host.args]
+        }
+        for (const [name, commandLine] of Object.entries(kinds)) {
+          // Servers that ignore the end of their stdin, as a server that outlives a killed host does.
+          const added = yield* Effect.promise(() =>
+            runSkald(["mcp", "add", name, "--home", home, "--env", "HOST_FIXTURE_STAY=1", "--", ...commandLine])
+          )
+          assert.strictEqual(added.status, 0, added.stderr)
+        }
+        // And one that never answers initialize: still `starting` when the host is killed.
+        const mute = yield* Effect.promise(() =>
+          runSkald(["mcp", "add", "mute", "--home", home, "--", process.execPath, "-e", "setInterval(() => {}, 1000)"])
+        )
+        assert.strictEqual(mute.status, 0, mute.stderr)
+        // Ours, not the demo server that the first run adds.
+        const list = () =>
+          runSkald(["mcp", "list", "--json", "--home", home]).then((r) =>
+            (JSON.parse(r.stdout) as Array<{ name: string; state: string; pid?: number }>).filter((s) =>
+              s.name in kinds
+            )
+          )
+        const first = yield* Effect.promise(() => startServe(home))
+        yield* Effect.addFinalizer(() =>
+          Effect.sync(() =>
+            first.child.exitCode === null && first.child.signalCode === null && first.child.kill("SIGKILL")
+          )
+        )
+        const listed = yield* until(
+          "every server connected",
+          list,
+          (l) => l.length === 3 && l.every((s) => s.state === "connected")
+        )
+        const groups = new Map(listed.map((s) => [s.name, s.pid!]))
+        // Each group holds the launcher and the real server.
+        for (const [name, pgid] of groups) {
+          assert.strictEqual(groupMembers(pgid).length, 2, `${name}: ${groupMembers(pgid)}`)
+        }
+        const starting = yield* until("mute spawned", () =>
+          runSkald(["mcp", "list", "--json", "--home", home]).then((r) =>
+            (JSON.parse(r.stdout) as Array<{ name: string; state: string; pid?: number }>).find((s) =>
+              s.name === "mute"
+            )
+          ), (s) => s?.state === "starting" && s.pid !== undefined)
+        groups.set("mute", starting!.pid!)
 
-      first.child.kill("SIGKILL")
-      yield* Effect.promise(() => new Promise((r) => first.child.once("exit", r)))
-      // The leaver's launcher exits with its host; its server stays behind in the group.
-      yield* until("the leaver's launcher to exit", () => groupMembers(groups.get("leaver")!), (m) => m.length === 1 && !m.includes(groups.get("leaver")!))
-      for (const [name, pgid] of groups) assert.isNotEmpty(groupMembers(pgid), `${name} outlived the killed host`)
+        first.child.kill("SIGKILL")
+        yield* Effect.promise(() =>
+          new Promise((r) => first.child.once("exit", r))
+        )
+        // The leaver's launcher exits with its host; its server stays behind in the group.
+        yield* until("the leaver's launcher to exit", () =>
+          groupMembers(groups.get("leaver")!), (m) =>
+          m.length === 1 && !m.includes(groups.get("leaver")!))
+        for (const [name, pgid] of groups) {
+          assert.isNotEmpty(groupMembers(pgid), `${name} outlived the killed host`)
+        }
 
-      const second = yield* Effect.promise(() => startServe(home))
-      yield* Effect.addFinalizer(() => Effect.promise(() => stopProcess(second.child)))
-      for (const [name, pgid] of groups) yield* until(`${name}'s leftover group to be gone`, () => groupMembers(pgid), (m) => m.length === 0)
-      assert.include(second.stderr(), "left running by a previous host")
-      const again = yield* until("every server connected again", list, (l) => l.length === 3 && l.every((s) => s.state === "connected"))
-      for (const s of again) assert.notStrictEqual(s.pid, groups.get(s.name))
-      for (const name of [...Object.keys(kinds), "mute"]) {
-        const logs = yield* Effect.promise(() => runSkald(["mcp", "logs", name, "--home", home]))
-        assert.include(logs.stdout, "[lifecycle]  stopped a process a previous host left running", name)
-      }
-    }).pipe(Effect.scoped), 180_000)
+        const second = yield* Effect.promise(() =>
+          startServe(home)
+        )
+        yield* Effect.addFinalizer(() => Effect.promise(() => stopProcess(second.child)))
+        for (const [name, pgid] of groups) {
+          yield* until(`${name}'s leftover group to be gone`, () => groupMembers(pgid), (m) => m.length === 0)
+        }
+        assert.include(second.stderr(), "left running by a previous host")
+        const again = yield* until("every server connected again", list, (l) =>
+          l.length === 3 && l.every((s) =>
+            s.state === "connected"
+          ))
+        for (const s of again) {
+          assert.notStrictEqual(s.pid, groups.get(s.name))
+        }
+        for (const name of [...Object.keys(kinds), "mute"]) {
+          const logs = yield* Effect.promise(() => runSkald(["mcp", "logs", name, "--home", home]))
+          assert.include(logs.stdout, "[lifecycle]  stopped a process a previous host left running", name)
+        }
+      }).pipe(Effect.scoped),
+    180_000
+  )
 })

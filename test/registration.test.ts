@@ -26,7 +26,9 @@ const stdio = fc.record({
 
 const http = fc.record({
   _tag: fc.constant("http" as const),
-  url: fc.tuple(fc.integer({ min: 1, max: 65535 }), fc.stringMatching(/^[a-z0-9/]{0,10}$/)).map(([port, path]) => `http://127.0.0.1:${port}/${path}`),
+  url: fc.tuple(fc.integer({ min: 1, max: 65535 }), fc.stringMatching(/^[a-z0-9/]{0,10}$/)).map(([port, path]) =>
+    `http://127.0.0.1:${port}/${path}`
+  ),
   apiKey: fc.option(fc.oneof(literal, reference), { nil: undefined })
 })
 
@@ -39,51 +41,59 @@ const request = fc.record({
 })
 
 describe("Registration", () => {
-  it.effect.prop("a valid request round-trips to the stored row and back", [request], ([req]) =>
-    Effect.gen(function*() {
-      const registration = yield* Registration.Registration
-      const done = yield* registration.register(req)
-      assert.isFalse(done.replaced)
-      const stored = yield* (yield* McpServerRepo.McpServerRepo).get(ServerName.make(req.name))
-      assert.isTrue(Option.isSome(stored))
-      const back = Registration.describe(Option.getOrThrow(stored))
-      assert.deepStrictEqual(back, Registration.describe(done.entry))
-      assert.strictEqual(back.name, req.name)
-      assert.strictEqual(back.enabled, req.enabled)
-      assert.strictEqual(back.description, req.description)
-      assert.strictEqual(back.friendlyName, req.friendlyName)
-      const store = yield* SecretStore.SecretStore
-      /** A secret as given, from the row: a reference as is; a literal through the store. */
-      const given = (value: string, original: string) =>
-        Effect.gen(function*() {
-          if (value === original) return assert.isTrue(SecretStore.isReference(original) || original.length === 0)
-          const name = /^\$\{([A-Za-z0-9_]+)\}$/.exec(value)?.[1]
-          assert.isDefined(name, `a moved secret leaves a reference, got ${value}`)
-          const value2 = yield* store.get(name!)
-          assert.strictEqual(Redacted.value(Option.getOrThrow(value2)), original)
-        })
-      const t = req.transport
-      if (t._tag === "stdio") {
-        assert.strictEqual(back.transport, "stdio")
-        if (back.transport !== "stdio") return
-        assert.strictEqual(back.command, t.command)
-        assert.deepStrictEqual(back.args, t.args)
-        assert.deepStrictEqual(Object.keys(back.env).sort(), [...Object.keys(t.env), ...Object.keys(t.secretEnv)].sort())
-        for (const [key, value] of Object.entries(t.env)) assert.strictEqual(back.env[key], value)
-        for (const [key, value] of Object.entries(t.secretEnv)) yield* given(back.env[key]!, value)
-      } else {
-        assert.strictEqual(back.transport, "http")
-        if (back.transport !== "http") return
-        assert.strictEqual(back.url, t.url)
-        if (t.apiKey === undefined) assert.isUndefined(back.apiKey)
-        else yield* given(back.apiKey!, t.apiKey)
-      }
-      // The same name again is refused, unless it asks to replace.
-      const again = yield* Effect.flip(registration.register(req))
-      assert.instanceOf(again, HostError.ServerAlreadyRegistered)
-      const replaced = yield* registration.register({ ...req, replace: true })
-      assert.isTrue(replaced.replaced)
-    }).pipe(Effect.provide(servicesLayer(makeHome()))), { fastCheck: { numRuns: 30 } })
+  it.effect.prop(
+    "a valid request round-trips to the stored row and back",
+    [request],
+    ([req]) =>
+      Effect.gen(function*() {
+        const registration = yield* Registration.Registration
+        const done = yield* registration.register(req)
+        assert.isFalse(done.replaced)
+        const stored = yield* (yield* McpServerRepo.McpServerRepo).get(ServerName.make(req.name))
+        assert.isTrue(Option.isSome(stored))
+        const back = Registration.describe(Option.getOrThrow(stored))
+        assert.deepStrictEqual(back, Registration.describe(done.entry))
+        assert.strictEqual(back.name, req.name)
+        assert.strictEqual(back.enabled, req.enabled)
+        assert.strictEqual(back.description, req.description)
+        assert.strictEqual(back.friendlyName, req.friendlyName)
+        const store = yield* SecretStore.SecretStore
+        /** A secret as given, from the row: a reference as is; a literal through the store. */
+        const given = (value: string, original: string) =>
+          Effect.gen(function*() {
+            if (value === original) return assert.isTrue(SecretStore.isReference(original) || original.length === 0)
+            const name = /^\$\{([A-Za-z0-9_]+)\}$/.exec(value)?.[1]
+            assert.isDefined(name, `a moved secret leaves a reference, got ${value}`)
+            const value2 = yield* store.get(name!)
+            assert.strictEqual(Redacted.value(Option.getOrThrow(value2)), original)
+          })
+        const t = req.transport
+        if (t._tag === "stdio") {
+          assert.strictEqual(back.transport, "stdio")
+          if (back.transport !== "stdio") return
+          assert.strictEqual(back.command, t.command)
+          assert.deepStrictEqual(back.args, t.args)
+          assert.deepStrictEqual(
+            Object.keys(back.env).sort(),
+            [...Object.keys(t.env), ...Object.keys(t.secretEnv)].sort()
+          )
+          for (const [key, value] of Object.entries(t.env)) assert.strictEqual(back.env[key], value)
+          for (const [key, value] of Object.entries(t.secretEnv)) yield* given(back.env[key]!, value)
+        } else {
+          assert.strictEqual(back.transport, "http")
+          if (back.transport !== "http") return
+          assert.strictEqual(back.url, t.url)
+          if (t.apiKey === undefined) assert.isUndefined(back.apiKey)
+          else yield* given(back.apiKey!, t.apiKey)
+        }
+        // The same name again is refused, unless it asks to replace.
+        const again = yield* Effect.flip(registration.register(req))
+        assert.instanceOf(again, HostError.ServerAlreadyRegistered)
+        const replaced = yield* registration.register({ ...req, replace: true })
+        assert.isTrue(replaced.replaced)
+      }).pipe(Effect.provide(servicesLayer(makeHome()))),
+    { fastCheck: { numRuns: 30 } }
+  )
 
   it.effect.prop("an invalid name or env key is refused before anything is stored", [
     fc.oneof(fc.constantFrom("", "a__b", "_x", "x_", "has space", "x".repeat(65)), serverName),
@@ -103,13 +113,17 @@ describe("Registration", () => {
       }
     }).pipe(Effect.provide(servicesLayer(makeHome()))), { fastCheck: { numRuns: 20 } })
 
-  it.prop("describe never shows a literal api key", [literal, fc.option(reference, { nil: undefined })], ([value, ref]) => {
-    const entry = McpServerEntry.McpServerEntry.make({
-      name: ServerName.make("web"),
-      config: ServerConfig.HttpServerConfig.make({ url: "http://127.0.0.1:1/mcp", apiKey: ref ?? value }),
-      enabled: true
-    })
-    const shown = Registration.describe(entry)
-    assert.strictEqual(shown.transport === "http" ? shown.apiKey : undefined, ref ?? Registration.HIDDEN)
-  })
+  it.prop(
+    "describe never shows a literal api key",
+    [literal, fc.option(reference, { nil: undefined })],
+    ([value, ref]) => {
+      const entry = McpServerEntry.McpServerEntry.make({
+        name: ServerName.make("web"),
+        config: ServerConfig.HttpServerConfig.make({ url: "http://127.0.0.1:1/mcp", apiKey: ref ?? value }),
+        enabled: true
+      })
+      const shown = Registration.describe(entry)
+      assert.strictEqual(shown.transport === "http" ? shown.apiKey : undefined, ref ?? Registration.HIDDEN)
+    }
+  )
 })

@@ -10,15 +10,16 @@ import { EventStore, McpServerRepo, StatusRepo } from "@skald/server"
 import { Chunk, Context, Effect, Either, Fiber, Layer, Option, Stream, TestClock } from "effect"
 import { commandEntry, makeHome, servicesLayer } from "./host-support.js"
 
-const openAt = (home: string) => Effect.gen(function*() {
-  const context = yield* Layer.build(servicesLayer(home))
-  return {
-    sql: Context.get(context, SqlClient.SqlClient),
-    servers: Context.get(context, McpServerRepo.McpServerRepo),
-    statuses: Context.get(context, StatusRepo.StatusRepo),
-    events: Context.get(context, EventStore.EventRepo)
-  }
-})
+const openAt = (home: string) =>
+  Effect.gen(function*() {
+    const context = yield* Layer.build(servicesLayer(home))
+    return {
+      sql: Context.get(context, SqlClient.SqlClient),
+      servers: Context.get(context, McpServerRepo.McpServerRepo),
+      statuses: Context.get(context, StatusRepo.StatusRepo),
+      events: Context.get(context, EventStore.EventRepo)
+    }
+  })
 const open = Effect.suspend(() => openAt(makeHome()))
 
 const corruptRow = <A, E extends { readonly _tag: string }>(effect: Effect.Effect<A, E>) =>
@@ -88,7 +89,12 @@ describe("repositories", () => {
       yield* sql`UPDATE host_requests SET name = x'6869'`
       assert.deepStrictEqual((yield* corruptRow(statuses.takeRequests)).columns, ["name"])
 
-      yield* events.insertAll([{ server: "s", method: "event/x", params: { a: 1 }, receivedAt: "2026-01-01T00:00:00.000Z" }])
+      yield* events.insertAll([{
+        server: "s",
+        method: "event/x",
+        params: { a: 1 },
+        receivedAt: "2026-01-01T00:00:00.000Z"
+      }])
       assert.deepStrictEqual((yield* events.list()).map((e) => e.params), [{ a: 1 }])
       yield* sql`UPDATE mcp_events SET params = '{oops'`
       const event = yield* corruptRow(events.list())
@@ -103,7 +109,9 @@ describe("repositories", () => {
       yield* servers.upsert(commandEntry("t", "/bin/true", []))
       yield* TestClock.adjust("1 second")
       yield* servers.setEnabled(ServerName.make("t"), false)
-      const [row] = yield* sql<{ created_at: string; updated_at: string }>`SELECT created_at, updated_at FROM mcp_servers`
+      const [row] = yield* sql<
+        { created_at: string; updated_at: string }
+      >`SELECT created_at, updated_at FROM mcp_servers`
       assert.deepStrictEqual(row, { created_at: "2030-05-06T07:08:09.010Z", updated_at: "2030-05-06T07:08:10.010Z" })
       yield* events.insertAll([{ server: "t", method: "event/x", params: undefined, receivedAt: "r" }])
       assert.strictEqual(yield* events.markProcessed([1]), 1)

@@ -14,36 +14,40 @@ import { makeHome, servicesLayer, startManager } from "./host-support.js"
 import { processesMatching } from "./support.js"
 
 describe("a restart of a starting server", () => {
-  it.scopedLive("leaves exactly the new process running (another process's restart request, then a register)", () =>
-    Effect.gen(function*() {
-      for (let round = 0; round < 3; round++) {
-        const home = makeHome()
-        const marker = `restart-race-${Crypto.randomUUID()}`
-        const good = fixture("hostile", undefined, ["silent", marker])
-        const entry = McpServerEntry.McpServerEntry.make({
-          name: ServerName.make("beta"),
-          config: ServerConfig.StdioServerConfig.make({ command: good.command, args: good.args, env: {} }),
-          enabled: true
-        })
-        const other = Context.get(yield* Layer.build(servicesLayer(home)), StatusRepo.StatusRepo)
-        const hostScope = yield* Scope.make()
-        const { manager } = yield* Scope.extend(startManager(home), hostScope)
-        // What `skald mcp restart beta` writes from another process, picked up by the host's watcher
-        // just after the register below has started beta.
-        yield* Effect.orDie(other.request("restart", "beta", new Date().toISOString()))
-        yield* Effect.orDie(manager.register(entry))
-        const settled = Effect.gen(function*() {
-          const live = processesMatching([marker]).map((p) => p.pid).sort()
-          const pids = [...(yield* manager.pids).values()].sort()
-          if (pids.length !== 1 || JSON.stringify(live) !== JSON.stringify(pids)) {
-            return yield* Effect.fail(`live ${live}, connections ${pids}`)
-          }
-        })
-        // Long enough for the first process's whole shutdown sequence (its graces are short here).
-        yield* Effect.sleep("3 seconds")
-        yield* Effect.orDie(settled.pipe(Effect.mapError((e) => new Error(`round ${round}: ${e}`))))
-        yield* Scope.close(hostScope, Exit.void)
-        assert.deepStrictEqual(processesMatching([marker]), [], "nothing outlives the host")
-      }
-    }), { timeout: 120_000 })
+  it.scopedLive(
+    "leaves exactly the new process running (another process's restart request, then a register)",
+    () =>
+      Effect.gen(function*() {
+        for (let round = 0; round < 3; round++) {
+          const home = makeHome()
+          const marker = `restart-race-${Crypto.randomUUID()}`
+          const good = fixture("hostile", undefined, ["silent", marker])
+          const entry = McpServerEntry.McpServerEntry.make({
+            name: ServerName.make("beta"),
+            config: ServerConfig.StdioServerConfig.make({ command: good.command, args: good.args, env: {} }),
+            enabled: true
+          })
+          const other = Context.get(yield* Layer.build(servicesLayer(home)), StatusRepo.StatusRepo)
+          const hostScope = yield* Scope.make()
+          const { manager } = yield* Scope.extend(startManager(home), hostScope)
+          // What `skald mcp restart beta` writes from another process, picked up by the host's watcher
+          // just after the register below has started beta.
+          yield* Effect.orDie(other.request("restart", "beta", new Date().toISOString()))
+          yield* Effect.orDie(manager.register(entry))
+          const settled = Effect.gen(function*() {
+            const live = processesMatching([marker]).map((p) => p.pid).sort()
+            const pids = [...(yield* manager.pids).values()].sort()
+            if (pids.length !== 1 || JSON.stringify(live) !== JSON.stringify(pids)) {
+              return yield* Effect.fail(`live ${live}, connections ${pids}`)
+            }
+          })
+          // Long enough for the first process's whole shutdown sequence (its graces are short here).
+          yield* Effect.sleep("3 seconds")
+          yield* Effect.orDie(settled.pipe(Effect.mapError((e) => new Error(`round ${round}: ${e}`))))
+          yield* Scope.close(hostScope, Exit.void)
+          assert.deepStrictEqual(processesMatching([marker]), [], "nothing outlives the host")
+        }
+      }),
+    { timeout: 120_000 }
+  )
 })

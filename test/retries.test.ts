@@ -58,63 +58,69 @@ describe("retries", () => {
       assert.isTrue(at > Date.parse(failed!.since!), `${failed?.nextRetryAt} after ${failed?.since}`)
 
       const json = yield* skald(home, ["mcp", "list", "--json"])
-      const listed = (JSON.parse(json.stdout) as Array<{ name: string; nextRetryAt?: string }>).find((s) => s.name === "bad")
+      const listed = (JSON.parse(json.stdout) as Array<{ name: string; nextRetryAt?: string }>).find((s) =>
+        s.name === "bad"
+      )
       assert.strictEqual(listed?.nextRetryAt, failed?.nextRetryAt)
       const text = yield* skald(home, ["mcp", "list"])
       assert.include(text.stdout, `(next retry ${failed?.nextRetryAt})`)
     }), 120_000)
 
-  it.scopedLive("secret set, add again, restart and enable retry a failed server at once, from another process", () =>
-    Effect.gen(function*() {
-      const home = makeHome()
-      // No retry by the backoff while this test runs: only the triggers can bring a server up.
-      const { manager } = yield* startManager(home, { restartBase: "10 minutes", restartMax: "10 minutes" })
+  it.scopedLive(
+    "secret set, add again, restart and enable retry a failed server at once, from another process",
+    () =>
+      Effect.gen(function*() {
+        const home = makeHome()
+        // No retry by the backoff while this test runs: only the triggers can bring a server up.
+        const { manager } = yield* startManager(home, { restartBase: "10 minutes", restartMax: "10 minutes" })
 
-      // `skald secret set` of the name a failed server's config refers to.
-      const token = `NOPE_TOKEN_${Crypto.randomUUID().replaceAll("-", "_")}`
-      yield* manager.register(fixtureEntry("needy", "host", { TOKEN: `Bearer \${${token}}` }))
-      const missing = yield* waitForState(manager, "needy", "failed")
-      assert.include(missing?.error, `skald secret set ${token}`)
-      yield* skald(home, ["secret", "set", token], "now-present\n")
-      yield* waitForState(manager, "needy", "connected")
+        // `skald secret set` of the name a failed server's config refers to.
+        const token = `NOPE_TOKEN_${Crypto.randomUUID().replaceAll("-", "_")}`
+        yield* manager.register(fixtureEntry("needy", "host", { TOKEN: `Bearer \${${token}}` }))
+        const missing = yield* waitForState(manager, "needy", "failed")
+        assert.include(missing?.error, `skald secret set ${token}`)
+        yield* skald(home, ["secret", "set", token], "now-present\n")
+        yield* waitForState(manager, "needy", "connected")
 
-      // Each of these fails its first start, then works when tried again.
-      const cases = [
-        ["readd", (cl: ReadonlyArray<string>) => ["mcp", "add", "readd", "--replace", "--", ...cl]],
-        ["restart", () => ["mcp", "restart", "restart"]],
-        ["enable", () => ["mcp", "enable", "enable"]]
-      ] as const
-      for (const [name, trigger] of cases) {
-        const counter = Path.join(home, `${name}.starts`)
-        const commandLine = flaky(counter, 1)
-        yield* skald(home, ["mcp", "add", name, "--", ...commandLine])
-        yield* waitForState(manager, name, "failed")
-        assert.strictEqual(starts(counter), 1)
-        yield* skald(home, trigger(commandLine))
-        yield* waitForState(manager, name, "connected")
-        assert.strictEqual(starts(counter), 2, name)
-      }
+        // Each of these fails its first start, then works when tried again.
+        const cases = [
+          ["readd", (cl: ReadonlyArray<string>) => ["mcp", "add", "readd", "--replace", "--", ...cl]],
+          ["restart", () => ["mcp", "restart", "restart"]],
+          ["enable", () => ["mcp", "enable", "enable"]]
+        ] as const
+        for (const [name, trigger] of cases) {
+          const counter = Path.join(home, `${name}.starts`)
+          const commandLine = flaky(counter, 1)
+          yield* skald(home, ["mcp", "add", name, "--", ...commandLine])
+          yield* waitForState(manager, name, "failed")
+          assert.strictEqual(starts(counter), 1)
+          yield* skald(home, trigger(commandLine))
+          yield* waitForState(manager, name, "connected")
+          assert.strictEqual(starts(counter), 2, name)
+        }
 
-      // A restart of a connected server replaces its process.
-      const before = (yield* manager.list).find((s) => s.name === "restart")!.pid
-      yield* skald(home, ["mcp", "restart", "restart"])
-      const after = yield* manager.list.pipe(
-        Effect.map((all) => all.find((s) => s.name === "restart")),
-        Effect.filterOrFail((s) => s?.state === "connected" && s.pid !== before),
-        Effect.retry(Schedule.spaced("50 millis").pipe(Schedule.upTo("30 seconds"))),
-        Effect.orDie
-      )
-      assert.notStrictEqual(after?.pid, before)
+        // A restart of a connected server replaces its process.
+        const before = (yield* manager.list).find((s) => s.name === "restart")!.pid
+        yield* skald(home, ["mcp", "restart", "restart"])
+        const after = yield* manager.list.pipe(
+          Effect.map((all) => all.find((s) => s.name === "restart")),
+          Effect.filterOrFail((s) => s?.state === "connected" && s.pid !== before),
+          Effect.retry(Schedule.spaced("50 millis").pipe(Schedule.upTo("30 seconds"))),
+          Effect.orDie
+        )
+        assert.notStrictEqual(after?.pid, before)
 
-      // And in this process: McpManager.restart.
-      const counter = Path.join(home, "local.starts")
-      const [command, ...args] = flaky(counter, 1)
-      yield* manager.register(commandEntry("local", command!, args))
-      yield* waitForState(manager, "local", "failed")
-      yield* manager.restart(ServerName.make("local"))
-      yield* waitForState(manager, "local", "connected")
-      assert.strictEqual(starts(counter), 2)
-    }), 240_000)
+        // And in this process: McpManager.restart.
+        const counter = Path.join(home, "local.starts")
+        const [command, ...args] = flaky(counter, 1)
+        yield* manager.register(commandEntry("local", command!, args))
+        yield* waitForState(manager, "local", "failed")
+        yield* manager.restart(ServerName.make("local"))
+        yield* waitForState(manager, "local", "connected")
+        assert.strictEqual(starts(counter), 2)
+      }),
+    240_000
+  )
 
   it("skald mcp restart: an unknown name is an error; without a host it says what starts the server", async () => {
     const home = makeHome()
@@ -122,24 +128,34 @@ describe("retries", () => {
     assert.strictEqual(unknown.status, 2)
     assert.include(unknown.stderr, "no MCP server named 'nosuch'")
     const host = fixture("host")
-    assert.strictEqual((await runSkald(["mcp", "add", "idle", "--home", home, "--", host.command, ...host.args])).status, 0)
+    assert.strictEqual(
+      (await runSkald(["mcp", "add", "idle", "--home", home, "--", host.command, ...host.args])).status,
+      0
+    )
     const idle = await runSkald(["mcp", "restart", "idle", "--home", home])
     assert.strictEqual(idle.status, 0, idle.stderr)
     assert.include(idle.stderr, "the host is not running; `skald serve` starts 'idle'")
   }, 60_000)
 
-  it.scopedLive("a start that fails with EMFILE (the host is out of file descriptors) is retried and connects once there are some", () =>
-    Effect.gen(function*() {
-      const { manager } = yield* startManager(makeHome(), { restartMax: "400 millis" })
-      // Take every free descriptor of this process (the one the manager spawns from).
-      const hog = yield* Effect.acquireRelease(Effect.sync(exhaustDescriptors), (fds) => Effect.sync(() => fds.splice(0).forEach((fd) => Fs.closeSync(fd))))
-      yield* manager.register(fixtureEntry("spare", "host"))
-      const failed = yield* waitForState(manager, "spare", "failed")
-      assert.include(failed?.error, "EMFILE")
-      assert.include(failed?.error, "restarting in")
-      for (const fd of hog.splice(0)) Fs.closeSync(fd)
-      yield* waitForState(manager, "spare", "connected")
-    }), 120_000)
+  it.scopedLive(
+    "a start that fails with EMFILE (the host is out of file descriptors) is retried and connects once there are some",
+    () =>
+      Effect.gen(function*() {
+        const { manager } = yield* startManager(makeHome(), { restartMax: "400 millis" })
+        // Take every free descriptor of this process (the one the manager spawns from).
+        const hog = yield* Effect.acquireRelease(Effect.sync(exhaustDescriptors), (fds) =>
+          Effect.sync(() => fds.splice(0).forEach((fd) => Fs.closeSync(fd))))
+        yield* manager.register(fixtureEntry("spare", "host"))
+        const failed = yield* waitForState(manager, "spare", "failed")
+        assert.include(failed?.error, "EMFILE")
+        assert.include(failed?.error, "restarting in")
+        for (const fd of hog.splice(0)) {
+          Fs.closeSync(fd)
+        }
+        yield* waitForState(manager, "spare", "connected")
+      }),
+    120_000
+  )
 })
 
 /** Opens /dev/null until the process has no descriptor left (EMFILE); returns the descriptors. */
@@ -149,7 +165,9 @@ const exhaustDescriptors = (): Array<number> => {
     try {
       fds.push(Fs.openSync("/dev/null", "r"))
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "EMFILE" || (error as NodeJS.ErrnoException).code === "ENFILE") return fds
+      if ((error as NodeJS.ErrnoException).code === "EMFILE" || (error as NodeJS.ErrnoException).code === "ENFILE") {
+        return fds
+      }
       fds.forEach((fd) => Fs.closeSync(fd))
       throw error
     }

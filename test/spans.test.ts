@@ -35,8 +35,14 @@ describe("spans", () => {
 
       const byName = (name: string) => spans.filter((s) => s.name === name)
       const attrs = (span: Tracer.Span) => Object.fromEntries(span.attributes)
-      assert.deepInclude(attrs(byName("McpClient.initialize")[0]!), { "mcp.server": "everything", "mcp.method": "initialize" })
-      assert.deepInclude(attrs(byName("McpClient.listTools")[0]!), { "mcp.server": "everything", "mcp.method": "tools/list" })
+      assert.deepInclude(attrs(byName("McpClient.initialize")[0]!), {
+        "mcp.server": "everything",
+        "mcp.method": "initialize"
+      })
+      assert.deepInclude(attrs(byName("McpClient.listTools")[0]!), {
+        "mcp.server": "everything",
+        "mcp.method": "tools/list"
+      })
       assert.deepInclude(attrs(byName("McpClient.callTool")[0]!), {
         "mcp.server": "everything",
         "mcp.method": "tools/call",

@@ -19,11 +19,17 @@ describe("stderr lines", () => {
       const echo = fixture("echo")
       const script = `process.stderr.write("L".repeat(${long}) + "\\nafter the long line\\n");` +
         `process.stderr.write("and another\\n");` +
-        `const c = require("node:child_process").spawn(${JSON.stringify(echo.command)}, ${JSON.stringify(echo.args)}, ` +
+        `const c = require("node:child_process").spawn(${JSON.stringify(echo.command)}, ${
+          JSON.stringify(echo.args)
+        }, ` +
         `{ stdio: "inherit", cwd: ${JSON.stringify(echo.cwd)} }); c.on("exit", (code) => process.exit(code ?? 1))`
       yield* Effect.scoped(
         Effect.gen(function*() {
-          const client = yield* connect("long-stderr", { command: process.execPath, args: ["-e", script], cwd: echo.cwd })
+          const client = yield* connect("long-stderr", {
+            command: process.execPath,
+            args: ["-e", script],
+            cwd: echo.cwd
+          })
           yield* client.callTool("echo", { message: "12345" })
         })
       ).pipe(logs.provide)
@@ -37,7 +43,14 @@ describe("stderr lines", () => {
     }))
 
   it.prop("any chunking gives the same lines; none is longer than the cap plus its marker", [
-    fc.array(fc.oneof(fc.string({ maxLength: 40 }), fc.string({ minLength: 60, maxLength: 120 }), fc.constant("héllo wörld ✓")), { maxLength: 8 }),
+    fc.array(
+      fc.oneof(
+        fc.string({ maxLength: 40 }),
+        fc.string({ minLength: 60, maxLength: 120 }),
+        fc.constant("héllo wörld ✓")
+      ),
+      { maxLength: 8 }
+    ),
     fc.array(fc.nat(), { maxLength: 6 })
   ], ([lines, cuts]) => {
     const max = 50

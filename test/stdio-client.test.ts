@@ -7,12 +7,15 @@ import { McpError } from "@skald/domain"
 import { McpClient, StdioTransport } from "@skald/mcp"
 import { Effect, Option, Stream } from "effect"
 import * as Crypto from "node:crypto"
-import { BLOB, BLOB_URI, LINK_URI, PNG, WAV } from "./fixtures/media-bytes.js"
 import { fixture } from "./fixtures/fixtures.js"
+import { BLOB, BLOB_URI, LINK_URI, PNG, WAV } from "./fixtures/media-bytes.js"
 import { bytes, clientLayer, connect, expectJson, expectMedia, expectText, makeLogCapture } from "./support.js"
 
 /** Waits (bounded) until the client's tool list contains `name`; returns that list's names. */
-const awaitToolInList = (changes: Stream.Stream<{ readonly tools: ReadonlyArray<{ readonly name: string }> }>, name: string) =>
+const awaitToolInList = (
+  changes: Stream.Stream<{ readonly tools: ReadonlyArray<{ readonly name: string }> }>,
+  name: string
+) =>
   changes.pipe(
     Stream.map((list) => list.tools.map((t) => t.name)),
     Stream.filter((names) => names.includes(name)),
@@ -21,22 +24,24 @@ const awaitToolInList = (changes: Stream.Stream<{ readonly tools: ReadonlyArray<
     Effect.map(Option.getOrThrow)
   )
 
-layer(clientLayer("echo", fixture("echo")), { excludeTestServices: true })("echo fixture (one shared connection)", (it) => {
-  it.effect("initializes with the current protocol version and lists the tools", () =>
-    Effect.gen(function*() {
-      const client = yield* McpClient.McpClient
-      assert.strictEqual(client.identity.protocolVersion, "2025-11-25")
-      assert.strictEqual(client.identity.serverInfo.name, "fixture-echo")
-      assert.strictEqual(client.identity.instructions, "Say something and it is said back.")
-      assert.deepStrictEqual(client.identity.capabilities.logging, {})
-      const tools = yield* client.tools
-      assert.deepStrictEqual(tools.map((t) => t.name), ["echo", "fail", "log", "ping_client", "ask_roots"])
-      const echo = tools[0]!
-      assert.strictEqual(echo.taskSupport, "forbidden")
-      assert.deepStrictEqual(echo.inputSchema.required, ["message"])
-    }))
-
-})
+layer(clientLayer("echo", fixture("echo")), { excludeTestServices: true })(
+  "echo fixture (one shared connection)",
+  (it) => {
+    it.effect("initializes with the current protocol version and lists the tools", () =>
+      Effect.gen(function*() {
+        const client = yield* McpClient.McpClient
+        assert.strictEqual(client.identity.protocolVersion, "2025-11-25")
+        assert.strictEqual(client.identity.serverInfo.name, "fixture-echo")
+        assert.strictEqual(client.identity.instructions, "Say something and it is said back.")
+        assert.deepStrictEqual(client.identity.capabilities.logging, {})
+        const tools = yield* client.tools
+        assert.deepStrictEqual(tools.map((t) => t.name), ["echo", "fail", "log", "ping_client", "ask_roots"])
+        const echo = tools[0]!
+        assert.strictEqual(echo.taskSupport, "forbidden")
+        assert.deepStrictEqual(echo.inputSchema.required, ["message"])
+      }))
+  }
+)
 
 describe("echo fixture", () => {
   it.live("stderr lines reach the log sink tagged stderr, with lifecycle lines", () =>
@@ -120,57 +125,60 @@ describe("structured output fixture", () => {
     }))
 })
 
-layer(clientLayer("media", fixture("media")), { excludeTestServices: true })("media fixture (one shared connection)", (it) => {
-  it.effect("an image block is Media with the PNG's bytes", () =>
-    Effect.gen(function*() {
-      const client = yield* McpClient.McpClient
-      const media = expectMedia((yield* client.callTool("image")).result)
-      assert.strictEqual(media.text, "a tiny image")
-      assert.isFalse(media.isError)
-      assert.strictEqual(media.items.length, 1)
-      const item = media.items[0]!
-      if (item._tag !== "Inline") return assert.fail("expected inline media")
-      assert.strictEqual(item.kind, "image")
-      assert.strictEqual(item.mimeType, "image/png")
-      assert.deepStrictEqual(bytes(item.data), bytes(PNG))
-    }))
+layer(clientLayer("media", fixture("media")), { excludeTestServices: true })(
+  "media fixture (one shared connection)",
+  (it) => {
+    it.effect("an image block is Media with the PNG's bytes", () =>
+      Effect.gen(function*() {
+        const client = yield* McpClient.McpClient
+        const media = expectMedia((yield* client.callTool("image")).result)
+        assert.strictEqual(media.text, "a tiny image")
+        assert.isFalse(media.isError)
+        assert.strictEqual(media.items.length, 1)
+        const item = media.items[0]!
+        if (item._tag !== "Inline") return assert.fail("expected inline media")
+        assert.strictEqual(item.kind, "image")
+        assert.strictEqual(item.mimeType, "image/png")
+        assert.deepStrictEqual(bytes(item.data), bytes(PNG))
+      }))
 
-  it.effect("an audio block is Media with the WAV's bytes", () =>
-    Effect.gen(function*() {
-      const client = yield* McpClient.McpClient
-      const media = expectMedia((yield* client.callTool("audio")).result)
-      assert.strictEqual(media.text, "")
-      const item = media.items[0]!
-      if (item._tag !== "Inline") return assert.fail("expected inline media")
-      assert.strictEqual(item.kind, "audio")
-      assert.strictEqual(item.mimeType, "audio/wav")
-      assert.deepStrictEqual(bytes(item.data), bytes(WAV))
-      assert.strictEqual(Buffer.from(item.data.subarray(0, 4)).toString("ascii"), "RIFF")
-    }))
+    it.effect("an audio block is Media with the WAV's bytes", () =>
+      Effect.gen(function*() {
+        const client = yield* McpClient.McpClient
+        const media = expectMedia((yield* client.callTool("audio")).result)
+        assert.strictEqual(media.text, "")
+        const item = media.items[0]!
+        if (item._tag !== "Inline") return assert.fail("expected inline media")
+        assert.strictEqual(item.kind, "audio")
+        assert.strictEqual(item.mimeType, "audio/wav")
+        assert.deepStrictEqual(bytes(item.data), bytes(WAV))
+        assert.strictEqual(Buffer.from(item.data.subarray(0, 4)).toString("ascii"), "RIFF")
+      }))
 
-  it.effect("an embedded resource blob is Media with its uri and decoded bytes", () =>
-    Effect.gen(function*() {
-      const client = yield* McpClient.McpClient
-      const media = expectMedia((yield* client.callTool("blob")).result)
-      assert.strictEqual(media.text, "an embedded blob")
-      assert.strictEqual(media.items.length, 1)
-      const item = media.items[0]!
-      if (item._tag !== "Inline") return assert.fail("expected inline media")
-      assert.strictEqual(item.kind, "resource")
-      assert.strictEqual(item.uri, BLOB_URI)
-      assert.strictEqual(item.mimeType, "application/octet-stream")
-      assert.deepStrictEqual(bytes(item.data), bytes(BLOB))
-    }))
+    it.effect("an embedded resource blob is Media with its uri and decoded bytes", () =>
+      Effect.gen(function*() {
+        const client = yield* McpClient.McpClient
+        const media = expectMedia((yield* client.callTool("blob")).result)
+        assert.strictEqual(media.text, "an embedded blob")
+        assert.strictEqual(media.items.length, 1)
+        const item = media.items[0]!
+        if (item._tag !== "Inline") return assert.fail("expected inline media")
+        assert.strictEqual(item.kind, "resource")
+        assert.strictEqual(item.uri, BLOB_URI)
+        assert.strictEqual(item.mimeType, "application/octet-stream")
+        assert.deepStrictEqual(bytes(item.data), bytes(BLOB))
+      }))
 
-  it.effect("a resource_link is Media with a Link item", () =>
-    Effect.gen(function*() {
-      const client = yield* McpClient.McpClient
-      const media = expectMedia((yield* client.callTool("link")).result)
-      assert.deepStrictEqual(media.items.map((i) => ({ ...i })), [
-        { _tag: "Link", uri: LINK_URI, name: "report.pdf", mimeType: "application/pdf" }
-      ])
-    }))
-})
+    it.effect("a resource_link is Media with a Link item", () =>
+      Effect.gen(function*() {
+        const client = yield* McpClient.McpClient
+        const media = expectMedia((yield* client.callTool("link")).result)
+        assert.deepStrictEqual(media.items.map((i) => ({ ...i })), [
+          { _tag: "Link", uri: LINK_URI, name: "report.pdf", mimeType: "application/pdf" }
+        ])
+      }))
+  }
+)
 
 describe("pagination fixture", () => {
   it.live("a cursor that never clears stops at 50 pages with a warning and keeps what it read", () =>
@@ -249,7 +257,10 @@ describe("list_changed fixture", () => {
 
 describe("the server's environment", () => {
   const digestOf = (client: McpClient.Service, name: string) =>
-    Effect.map(client.callTool("env_digest", { name }), (outcome) => (outcome.result._tag === "Text" ? outcome.result.text : "?"))
+    Effect.map(
+      client.callTool("env_digest", { name }),
+      (outcome) => (outcome.result._tag === "Text" ? outcome.result.text : "?")
+    )
   const sha = (s: string) => Crypto.createHash("sha256").update(s).digest("hex")
 
   it.scopedLive("inherits this process's by default, with env merged over it; with inheritEnv false, env alone", () =>

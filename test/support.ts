@@ -2,9 +2,9 @@
  * Helpers shared by the integration tests: connecting a client to a fixture, capturing log lines,
  * reading a fixture's record file, and looking at processes in /proc.
  */
-import { McpLog, McpClient, StdioTransport } from "@skald/mcp"
-import type { McpCallResult, McpError } from "@skald/domain"
 import { assert } from "@effect/vitest"
+import type { McpCallResult, McpError } from "@skald/domain"
+import { McpClient, McpLog, StdioTransport } from "@skald/mcp"
 import { Context, Duration, Effect, Layer, Schedule } from "effect"
 import type { Scope } from "effect"
 import * as fs from "node:fs"

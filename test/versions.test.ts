@@ -75,7 +75,13 @@ describe("older protocol versions over stdio", () => {
       assert.strictEqual(error.server, "registered-name")
       assert.strictEqual(error.received, "2023-01-01")
       assert.strictEqual(error.requested, "2025-11-25")
-      assert.deepStrictEqual([...error.supported], ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"])
+      assert.deepStrictEqual([...error.supported], [
+        "2025-11-25",
+        "2025-06-18",
+        "2025-03-26",
+        "2024-11-05",
+        "2024-10-07"
+      ])
       assert.include(error.message, "MCP server 'registered-name' answered protocol version 2023-01-01")
       assert.include(error.message, "asked for 2025-11-25")
       // Nothing follows initialize: no notifications/initialized, no tools/list.
@@ -92,7 +98,10 @@ describe("older protocol versions over stdio", () => {
       assert.strictEqual(refused.server, "fixture-legacy")
       const [server, timeout] = yield* Effect.scoped(Effect.gen(function*() {
         const client = yield* connect("node legacy.mjs", legacy("stdio"), { client: { nameFromServerInfo: true } })
-        return [client.server, yield* Effect.flip(client.callTool("progress", { steps: 1, intervalMs: 5000 }, { timeout: "100 millis" }))] as const
+        return [
+          client.server,
+          yield* Effect.flip(client.callTool("progress", { steps: 1, intervalMs: 5000 }, { timeout: "100 millis" }))
+        ] as const
       }))
       assert.strictEqual(server, "fixture-legacy")
       assert.instanceOf(timeout, McpError.McpTimeout)
@@ -130,7 +139,12 @@ describe("older protocol versions over HTTP", () => {
       assert.deepStrictEqual(logs.withTag("warning"), [negotiated("2024-11-05")])
       assert.include(logs.withTag("lifecycle"), "initialize got HTTP 405: trying the legacy HTTP+SSE transport")
       const records = readRecords(file)
-      assert.deepStrictEqual(records.map((r) => r.method), ["initialize", "notifications/initialized", "tools/list", "tools/call"])
+      assert.deepStrictEqual(records.map((r) => r.method), [
+        "initialize",
+        "notifications/initialized",
+        "tools/list",
+        "tools/call"
+      ])
       assert.isTrue(records.every((r) => r.protocolVersionHeader === null), JSON.stringify(records))
     }))
 
@@ -153,7 +167,9 @@ describe("older protocol versions over HTTP", () => {
       const file = tempFile("hostile-0326")
       const logs = makeLogCapture()
       const error = yield* Effect.scoped(Effect.gen(function*() {
-        const server = yield* startHttpFixture(hostileHttp("normal", { FIXTURE_RECORD: file, FIXTURE_VERSION: "2025-03-26" }))
+        const server = yield* startHttpFixture(
+          hostileHttp("normal", { FIXTURE_RECORD: file, FIXTURE_VERSION: "2025-03-26" })
+        )
         const client = yield* connectHttp("h-0326", server.url)
         assert.strictEqual(expectText((yield* client.callTool("echo", { message: "hi" })).result).text, "hi")
         // `task` requires task execution; the server declares tasks, but 2025-03-26 has none.
@@ -169,7 +185,9 @@ describe("older protocol versions over HTTP", () => {
   it.live("the official SDK's streamable HTTP server answering 2024-11-05 lists and calls", () =>
     Effect.gen(function*() {
       const text = yield* Effect.scoped(Effect.gen(function*() {
-        const server = yield* startHttpFixture(httpFixture("echo", "stateful", { FIXTURE_ANSWER_VERSION: "2024-11-05" }))
+        const server = yield* startHttpFixture(
+          httpFixture("echo", "stateful", { FIXTURE_ANSWER_VERSION: "2024-11-05" })
+        )
         const client = yield* connectHttp("sdk-http-old", server.url)
         assert.strictEqual(client.identity.protocolVersion, "2024-11-05")
         assert.include((yield* client.tools).map((t) => t.name), "echo")
@@ -202,11 +220,13 @@ describe("calling what was not listed", () => {
       assert.deepStrictEqual(calls, ["echo", "echo", "hidden", "hidden"])
     }))
 
-  for (const [mode, how] of [
-    ["rpc", "a JSON-RPC error -32602"],
-    ["internal", "a JSON-RPC error -32603 naming it (server-github)"],
-    ["iserror", "an isError result"]
-  ] as const) {
+  for (
+    const [mode, how] of [
+      ["rpc", "a JSON-RPC error -32602"],
+      ["internal", "a JSON-RPC error -32603 naming it (server-github)"],
+      ["iserror", "an isError result"]
+    ] as const
+  ) {
     it.live(`the server's "unknown tool" as ${how} is McpUnknownTool with the names it lists`, () =>
       Effect.gen(function*() {
         const server = legacyStdio({ FIXTURE_UNKNOWN: mode })
@@ -245,10 +265,15 @@ describe("the CLI names the server", () => {
     assert.strictEqual(missing.status, 2)
     assert.match(missing.stderr, /MCP server 'skald-no-such-npx @scope\/server-x' could not be started/)
     const cmd = legacy("stdio", { FIXTURE_VERSION: "2023-01-01" })
-    const refused = await runSkald(["tools", "--", cmd.command, ...cmd.args], { env: { FIXTURE_VERSION: "2023-01-01" } })
+    const refused = await runSkald(["tools", "--", cmd.command, ...cmd.args], {
+      env: { FIXTURE_VERSION: "2023-01-01" }
+    })
     assert.strictEqual(refused.status, 2)
-    assert.match(refused.stderr, /MCP server 'fixture-legacy' answered protocol version 2023-01-01, but Skald asked for 2025-11-25/)
-    const old = await runSkald(["call", "echo", "--args", '{"message":"hi"}', "--", cmd.command, ...cmd.args], {
+    assert.match(
+      refused.stderr,
+      /MCP server 'fixture-legacy' answered protocol version 2023-01-01, but Skald asked for 2025-11-25/
+    )
+    const old = await runSkald(["call", "echo", "--args", "{\"message\":\"hi\"}", "--", cmd.command, ...cmd.args], {
       env: { FIXTURE_VERSION: "2024-11-05" }
     })
     assert.strictEqual(old.status, 0, old.stderr)

@@ -47,7 +47,10 @@ const connectHttp = async (): Promise<Driver> => {
         if (typeof sid === "string") session = sid
         const chunks: Array<Buffer> = []
         res.on("data", (c: Buffer) => chunks.push(c))
-        res.on("end", () => resolve(chunks.length === 0 ? undefined : JSON.parse(Buffer.concat(chunks).toString("utf8"))))
+        res.on(
+          "end",
+          () => resolve(chunks.length === 0 ? undefined : JSON.parse(Buffer.concat(chunks).toString("utf8")))
+        )
       })
       req.on("error", reject)
       req.end(body)

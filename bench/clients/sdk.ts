@@ -8,7 +8,9 @@ const connect = async (): Promise<Driver> => {
   const http = isHttp(kind) ? await startHttpServer(kind) : undefined
   // The HTTP transport is loaded only for the HTTP runs (as the Skald harness loads its HTTP client).
   const transport = http !== undefined
-    ? new (await import("@modelcontextprotocol/sdk/client/streamableHttp.js")).StreamableHTTPClientTransport(new URL(http.url))
+    ? new (await import("@modelcontextprotocol/sdk/client/streamableHttp.js")).StreamableHTTPClientTransport(
+      new URL(http.url)
+    )
     : new StdioClientTransport({ ...serverCommand(kind), stderr: "inherit" })
   const client = new Client({ name: "sdk-bench", version: "1.0.0" })
   await client.connect(transport)

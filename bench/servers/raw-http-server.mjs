@@ -7,7 +7,11 @@ const session = "bench-session"
 const answer = (m) => {
   switch (m.method) {
     case "initialize":
-      return { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "raw-http-bench", version: "1.0.0" } }
+      return {
+        protocolVersion: m.params.protocolVersion,
+        capabilities: { tools: {} },
+        serverInfo: { name: "raw-http-bench", version: "1.0.0" }
+      }
     case "tools/list":
       return listPage(m.params?.cursor)
     case "tools/call":

@@ -52,7 +52,9 @@ export const encodePng = (width: number, height: number, rgb: Uint8Array): Buffe
   if (!Number.isInteger(width) || !Number.isInteger(height) || width < 1 || height < 1) {
     throw new Error(`bad PNG size ${width}x${height}`)
   }
-  if (rgb.length !== width * height * 3) throw new Error(`expected ${width * height * 3} bytes of RGB, got ${rgb.length}`)
+  if (rgb.length !== width * height * 3) {
+    throw new Error(`expected ${width * height * 3} bytes of RGB, got ${rgb.length}`)
+  }
   const ihdr = Buffer.alloc(13)
   ihdr.writeUInt32BE(width, 0)
   ihdr.writeUInt32BE(height, 4)

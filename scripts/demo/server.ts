@@ -9,7 +9,10 @@
  * `confirm_action` (a yes/no confirmation), `set_api_key` (URL-mode elicitation on a one-time
  * 127.0.0.1 page). Plus `event/demo_tick` events and `notifications/message` logging.
  */
-import { type CreateTaskRequestHandlerExtra, InMemoryTaskMessageQueue } from "@modelcontextprotocol/sdk/experimental/tasks"
+import {
+  type CreateTaskRequestHandlerExtra,
+  InMemoryTaskMessageQueue
+} from "@modelcontextprotocol/sdk/experimental/tasks"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
 import {
   type CallToolResult,
@@ -61,7 +64,16 @@ The \`resource_link\` tool returns a link to it.
 const text = (value: string): CallToolResult => ({ content: [{ type: "text", text: value }] })
 const failure = (value: string): CallToolResult => ({ ...text(value), isError: true })
 
-const LEVELS: ReadonlyArray<LoggingLevel> = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+const LEVELS: ReadonlyArray<LoggingLevel> = [
+  "debug",
+  "info",
+  "notice",
+  "warning",
+  "error",
+  "critical",
+  "alert",
+  "emergency"
+]
 
 type Extra = {
   readonly signal: AbortSignal
@@ -85,7 +97,8 @@ export const makeDemoServer = (options: DemoOptions = {}): McpServer => {
       },
       taskStore,
       taskMessageQueue: new InMemoryTaskMessageQueue(),
-      instructions: "An offline demo of every MCP feature Skald supports. Nothing here touches the network or your files."
+      instructions:
+        "An offline demo of every MCP feature Skald supports. Nothing here touches the network or your files."
     }
   )
 
@@ -100,7 +113,11 @@ export const makeDemoServer = (options: DemoOptions = {}): McpServer => {
     if (seconds <= 0 || ticker !== undefined) return
     ticker = setInterval(() => {
       tickSeq++
-      const params = { seq: tickSeq, at: new Date().toISOString(), uptimeSeconds: Math.round((Date.now() - startedAt) / 1000) }
+      const params = {
+        seq: tickSeq,
+        at: new Date().toISOString(),
+        uptimeSeconds: Math.round((Date.now() - startedAt) / 1000)
+      }
       // A custom notification (an "event" in the seed's sense), not one of the protocol's own.
       server.server.notification({ method: "event/demo_tick", params } as unknown as ServerNotification).catch(() => {})
     }, seconds * 1000)
@@ -157,7 +174,8 @@ export const makeDemoServer = (options: DemoOptions = {}): McpServer => {
     "word_stats",
     {
       title: "Word statistics",
-      description: "Counts characters, words and lines of a text. Returns structuredContent matching its outputSchema, " +
+      description:
+        "Counts characters, words and lines of a text. Returns structuredContent matching its outputSchema, " +
         "and the same object as JSON text.",
       inputSchema: { text: z.string().describe("The text to count") },
       outputSchema: wordStats,
@@ -206,12 +224,17 @@ export const makeDemoServer = (options: DemoOptions = {}): McpServer => {
       const from = parseColor(fromText)
       const to = parseColor(toText)
       if (from === undefined || to === undefined) {
-        return failure(`gradient_png: colours must look like #rrggbb (got ${JSON.stringify(from === undefined ? fromText : toText)})`)
+        return failure(
+          `gradient_png: colours must look like #rrggbb (got ${JSON.stringify(from === undefined ? fromText : toText)})`
+        )
       }
       const png = encodePng(width, height, gradientPixels(width, height, from, to))
       return {
         content: [
-          { type: "text", text: `A ${width}×${height} gradient from ${fromText} to ${toText} (${png.length} bytes of PNG).` },
+          {
+            type: "text",
+            text: `A ${width}×${height} gradient from ${fromText} to ${toText} (${png.length} bytes of PNG).`
+          },
           { type: "image", data: png.toString("base64"), mimeType: "image/png" }
         ]
       }
@@ -232,11 +255,19 @@ export const makeDemoServer = (options: DemoOptions = {}): McpServer => {
     },
     async (args, extra) => {
       await called(extra, "sine_wav")
-      const tone = { frequency: args.frequency ?? 440, durationMs: args.durationMs ?? 1000, sampleRate: args.sampleRate ?? 16000 }
+      const tone = {
+        frequency: args.frequency ?? 440,
+        durationMs: args.durationMs ?? 1000,
+        sampleRate: args.sampleRate ?? 16000
+      }
       const wav = encodeSineWav(tone)
       return {
         content: [
-          { type: "text", text: `A ${tone.frequency} Hz sine tone, ${tone.durationMs} ms at ${tone.sampleRate} Hz (${wav.length} bytes of WAV).` },
+          {
+            type: "text",
+            text:
+              `A ${tone.frequency} Hz sine tone, ${tone.durationMs} ms at ${tone.sampleRate} Hz (${wav.length} bytes of WAV).`
+          },
           { type: "audio", data: wav.toString("base64"), mimeType: "audio/wav" }
         ]
       }
@@ -262,7 +293,11 @@ export const makeDemoServer = (options: DemoOptions = {}): McpServer => {
           { type: "text", text: `A CSV table of ${n} rows.` },
           {
             type: "resource",
-            resource: { uri: `demo://files/powers-${n}.csv`, mimeType: "text/csv", blob: Buffer.from(csv, "utf8").toString("base64") }
+            resource: {
+              uri: `demo://files/powers-${n}.csv`,
+              mimeType: "text/csv",
+              blob: Buffer.from(csv, "utf8").toString("base64")
+            }
           }
         ]
       }
@@ -280,7 +315,8 @@ export const makeDemoServer = (options: DemoOptions = {}): McpServer => {
     "resource_link",
     {
       title: "Resource link",
-      description: "Returns a resource_link to demo://notes/readme.md, which this server serves through resources/read.",
+      description:
+        "Returns a resource_link to demo://notes/readme.md, which this server serves through resources/read.",
       annotations: { readOnlyHint: true, openWorldHint: false }
     },
     async (extra) => {
@@ -378,7 +414,8 @@ export const makeDemoServer = (options: DemoOptions = {}): McpServer => {
     "long_job",
     {
       title: "Long job",
-      description: "Works through `steps` steps of `intervalMs` ms each, reporting progress (notifications/progress with a " +
+      description:
+        "Works through `steps` steps of `intervalMs` ms each, reporting progress (notifications/progress with a " +
         "progressToken; task status messages as a task). Can run as a task (optional). Stops when cancelled " +
         "(notifications/cancelled or tasks/cancel).",
       inputSchema: longJobArgs,
@@ -417,7 +454,8 @@ export const makeDemoServer = (options: DemoOptions = {}): McpServer => {
     "fill_form",
     {
       title: "Fill in a form",
-      description: "Asks the user to fill in a small profile form (form elicitation: string, integer, number, boolean and " +
+      description:
+        "Asks the user to fill in a small profile form (form elicitation: string, integer, number, boolean and " +
         "enum fields, some with defaults) and returns what was answered.",
       inputSchema: { message: z.string().optional().describe("The question shown above the form") }
     },
@@ -431,10 +469,28 @@ export const makeDemoServer = (options: DemoOptions = {}): McpServer => {
             requestedSchema: {
               type: "object",
               properties: {
-                name: { type: "string", title: "Name", description: "What should we call you?", minLength: 1, maxLength: 80 },
+                name: {
+                  type: "string",
+                  title: "Name",
+                  description: "What should we call you?",
+                  minLength: 1,
+                  maxLength: 80
+                },
                 age: { type: "integer", title: "Age", description: "In years", minimum: 0, maximum: 150 },
-                height: { type: "number", title: "Height", description: "In metres", minimum: 0.3, maximum: 3, default: 1.7 },
-                newsletter: { type: "boolean", title: "Newsletter", description: "Subscribe to the (imaginary) newsletter", default: false },
+                height: {
+                  type: "number",
+                  title: "Height",
+                  description: "In metres",
+                  minimum: 0.3,
+                  maximum: 3,
+                  default: 1.7
+                },
+                newsletter: {
+                  type: "boolean",
+                  title: "Newsletter",
+                  description: "Subscribe to the (imaginary) newsletter",
+                  default: false
+                },
                 colour: {
                   type: "string",
                   title: "Favourite colour",
@@ -477,7 +533,12 @@ export const makeDemoServer = (options: DemoOptions = {}): McpServer => {
           { mode: "form", message: `Really ${what}?`, requestedSchema: { type: "object", properties: {} } },
           { relatedRequestId: extra.requestId, signal: extra.signal, timeout: 10 * 60 * 1000 }
         )
-        record({ event: "answer", tool: "confirm_action", action: answer.action, keys: Object.keys(answer.content ?? {}) })
+        record({
+          event: "answer",
+          tool: "confirm_action",
+          action: answer.action,
+          keys: Object.keys(answer.content ?? {})
+        })
         switch (answer.action) {
           case "accept":
             return text(`confirm_action: confirmed; would ${what} now (nothing was done: this is a demo)`)
@@ -524,7 +585,9 @@ export const makeDemoServer = (options: DemoOptions = {}): McpServer => {
           action: "accept",
           ...(options.expectedApiKey !== undefined ? { matched: answer.value === options.expectedApiKey } : {})
         })
-        return text(`set_api_key: received a key of ${answer.value.length} characters for ${whose} (a demo: it is not stored)`)
+        return text(
+          `set_api_key: received a key of ${answer.value.length} characters for ${whose} (a demo: it is not stored)`
+        )
       } catch (error) {
         const result = unsupported("set_api_key", error)
         if (result !== undefined) return result

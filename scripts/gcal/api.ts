@@ -3,8 +3,8 @@
  * tokens from the `TokenProvider` (one refresh and retry on 401), Google's error JSON turned
  * into a readable message, and `nextPageToken` pagination.
  */
-import { describeFetchError, GcalError, type TokenProvider } from "./credentials.js"
 import { SETUP_COMMAND } from "./config.js"
+import { describeFetchError, GcalError, type TokenProvider } from "./credentials.js"
 
 /** A JSON object as Google sends it. */
 export type Json = Record<string, unknown>
@@ -97,7 +97,11 @@ export class CalendarApi {
   ) {}
 
   /** One request, with the access token; on 401 the token is refreshed once and the request repeated. */
-  async request<T>(method: string, path: string, options: { readonly query?: Query; readonly body?: unknown } = {}): Promise<T> {
+  async request<T>(
+    method: string,
+    path: string,
+    options: { readonly query?: Query; readonly body?: unknown } = {}
+  ): Promise<T> {
     const url = new URL(this.options.apiBase + path)
     for (const [key, value] of Object.entries(options.query ?? {})) {
       if (value !== undefined) url.searchParams.set(key, String(value))
@@ -110,7 +114,9 @@ export class CalendarApi {
       response = await this.send(method, url, token, options.body)
       if (response.status === 401) {
         const error = await this.error(method, path, response)
-        throw new GcalError(`${error.message} even with a freshly refreshed access token. Run the setup again: ${SETUP_COMMAND}`)
+        throw new GcalError(
+          `${error.message} even with a freshly refreshed access token. Run the setup again: ${SETUP_COMMAND}`
+        )
       }
     }
     if (!response.ok) throw await this.error(method, path, response)
@@ -155,16 +161,17 @@ export class CalendarApi {
     } catch {
       // Not JSON: the status line says enough.
     }
-    const hint =
-      response.status === 404
-        ? " (check the calendar_id and event_id)"
-        : response.status === 403 && reason === "insufficientPermissions"
-        ? ` (the stored credentials lack the calendar scope; run the setup again: ${SETUP_COMMAND})`
-        : ""
+    const hint = response.status === 404
+      ? " (check the calendar_id and event_id)"
+      : response.status === 403 && reason === "insufficientPermissions"
+      ? ` (the stored credentials lack the calendar scope; run the setup again: ${SETUP_COMMAND})`
+      : ""
     return new ApiError(
       response.status,
       reason,
-      `Google Calendar answered ${response.status} to ${method} ${path}: ${message}${reason !== undefined ? ` [${reason}]` : ""}${hint}`
+      `Google Calendar answered ${response.status} to ${method} ${path}: ${message}${
+        reason !== undefined ? ` [${reason}]` : ""
+      }${hint}`
     )
   }
 
@@ -206,7 +213,11 @@ export class CalendarApi {
       pageToken = answer.nextPageToken
       if (pageToken === undefined) break
     }
-    return { events: events.slice(0, maxResults), more: pageToken !== undefined || events.length > maxResults, calendar: first ?? {} }
+    return {
+      events: events.slice(0, maxResults),
+      more: pageToken !== undefined || events.length > maxResults,
+      calendar: first ?? {}
+    }
   }
 
   getEvent(calendarId: string, eventId: string): Promise<CalendarEvent> {

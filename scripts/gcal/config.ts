@@ -62,7 +62,9 @@ const seconds = (env: Env, name: string, fallback: number, { allowZero }: { allo
   if (raw === undefined) return fallback
   const value = Number(raw)
   if (!Number.isFinite(value) || value < 0 || (!allowZero && value === 0)) {
-    throw new ConfigError(`${name} must be a number of seconds${allowZero ? " (0 or more)" : " above 0"}, got ${JSON.stringify(raw)}`)
+    throw new ConfigError(
+      `${name} must be a number of seconds${allowZero ? " (0 or more)" : " above 0"}, got ${JSON.stringify(raw)}`
+    )
   }
   return value
 }

@@ -52,17 +52,23 @@ export const readCredentials = async (file: string): Promise<StoredCredentials> 
     raw = await readJsonIfExists(file)
   } catch (error) {
     const reason = error instanceof SyntaxError ? "it is not valid JSON" : (error as Error).message
-    throw new GcalError(`cannot read the Google credentials at ${file} (${reason}). Run the setup again: ${SETUP_COMMAND}`)
+    throw new GcalError(
+      `cannot read the Google credentials at ${file} (${reason}). Run the setup again: ${SETUP_COMMAND}`
+    )
   }
   if (raw === undefined) {
     throw new GcalError(`no Google credentials at ${file}. Run the setup first: ${SETUP_COMMAND}`)
   }
   if (!isObject(raw)) {
-    throw new GcalError(`the Google credentials at ${file} are not a JSON object. Run the setup again: ${SETUP_COMMAND}`)
+    throw new GcalError(
+      `the Google credentials at ${file} are not a JSON object. Run the setup again: ${SETUP_COMMAND}`
+    )
   }
   const missing = ["client_id", "client_secret", "refresh_token"].filter((k) => optionalString(raw, k) === undefined)
   if (missing.length > 0) {
-    throw new GcalError(`the Google credentials at ${file} lack ${missing.join(", ")}. Run the setup again: ${SETUP_COMMAND}`)
+    throw new GcalError(
+      `the Google credentials at ${file} lack ${missing.join(", ")}. Run the setup again: ${SETUP_COMMAND}`
+    )
   }
   return {
     client_id: raw.client_id as string,
@@ -78,7 +84,17 @@ export const readCredentials = async (file: string): Promise<StoredCredentials> 
 /** Writes the credentials file atomically with mode 0600 (its folder 0700). */
 export const writeCredentials = async (file: string, credentials: StoredCredentials): Promise<void> => {
   const ordered: Record<string, string> = {}
-  for (const key of ["client_id", "client_secret", "refresh_token", "access_token", "expiry", "scope", "token_type"] as const) {
+  for (
+    const key of [
+      "client_id",
+      "client_secret",
+      "refresh_token",
+      "access_token",
+      "expiry",
+      "scope",
+      "token_type"
+    ] as const
+  ) {
     const value = credentials[key]
     if (value !== undefined) ordered[key] = value
   }
@@ -160,7 +176,9 @@ const refreshRefused = (file: string, error: TokenEndpointError): GcalError => {
   }
   if (error.error === "invalid_client" || error.error === "unauthorized_client") {
     return new GcalError(
-      `Google refused the OAuth client stored in ${file} (${error.error}${error.description !== undefined ? `: ${error.description}` : ""}). ` +
+      `Google refused the OAuth client stored in ${file} (${error.error}${
+        error.description !== undefined ? `: ${error.description}` : ""
+      }). ` +
         `Check the client in the Google Cloud console and run the setup again: ${SETUP_COMMAND}`
     )
   }
@@ -193,8 +211,7 @@ export class TokenProvider {
   async accessToken(): Promise<string> {
     const credentials = await readCredentials(this.options.credentialsFile)
     const expiry = credentials.expiry !== undefined ? Date.parse(credentials.expiry) : Number.NaN
-    const fresh =
-      credentials.access_token !== undefined &&
+    const fresh = credentials.access_token !== undefined &&
       Number.isFinite(expiry) &&
       expiry - this.options.refreshMarginSeconds * 1000 > this.now()
     if (fresh) return credentials.access_token!

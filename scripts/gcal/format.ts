@@ -19,7 +19,9 @@ export const formatWhen = (start: EventDateTime | undefined, end: EventDateTime 
 }
 
 const attendee = (a: Attendee): string => {
-  const who = a.displayName !== undefined && a.email !== undefined ? `${a.displayName} <${a.email}>` : a.email ?? a.displayName ?? "?"
+  const who = a.displayName !== undefined && a.email !== undefined
+    ? `${a.displayName} <${a.email}>`
+    : a.email ?? a.displayName ?? "?"
   const notes = [a.responseStatus ?? "needsAction"]
   if (a.self === true) notes.push("you")
   if (a.organizer === true) notes.push("organizer")
@@ -42,7 +44,9 @@ export const formatEvent = (event: CalendarEvent): string => {
   add("description", event.description)
   const organizer = event.organizer
   if (organizer !== undefined && organizer.self !== true) add("organizer", organizer.displayName ?? organizer.email)
-  if (event.attendees !== undefined && event.attendees.length > 0) add("attendees", event.attendees.map(attendee).join("; "))
+  if (event.attendees !== undefined && event.attendees.length > 0) {
+    add("attendees", event.attendees.map(attendee).join("; "))
+  }
   if (event.recurrence !== undefined && event.recurrence.length > 0) add("recurrence", event.recurrence.join("; "))
   add("recurring event", event.recurringEventId)
   add("meet", event.hangoutLink)

@@ -72,7 +72,10 @@ export const readClientSecretsFile = async (file: string): Promise<OAuthClient> 
     throw new GcalError(`${file} has no "installed" section: download the JSON of a "Desktop app" OAuth client`)
   }
   const { client_id, client_secret } = raw.installed
-  if (typeof client_id !== "string" || client_id.length === 0 || typeof client_secret !== "string" || client_secret.length === 0) {
+  if (
+    typeof client_id !== "string" || client_id.length === 0 || typeof client_secret !== "string" ||
+    client_secret.length === 0
+  ) {
     throw new GcalError(`${file} lacks installed.client_id or installed.client_secret`)
   }
   return { client_id, client_secret }

@@ -53,13 +53,16 @@ export interface NewEventParams {
   readonly htmlLink: string | undefined
 }
 
-export const notificationParams = (calendar: string, calendarName: string | undefined, event: CalendarEvent): NewEventParams => {
+export const notificationParams = (
+  calendar: string,
+  calendarName: string | undefined,
+  event: CalendarEvent
+): NewEventParams => {
   const allDay = event.start?.date !== undefined
   const emails = (event.attendees ?? []).map((a) => a.email).filter((e): e is string => e !== undefined)
-  const description =
-    event.description !== undefined && event.description.length > DESCRIPTION_LIMIT
-      ? `${event.description.slice(0, DESCRIPTION_LIMIT)}…`
-      : event.description
+  const description = event.description !== undefined && event.description.length > DESCRIPTION_LIMIT
+    ? `${event.description.slice(0, DESCRIPTION_LIMIT)}…`
+    : event.description
   return {
     id: event.id,
     calendar,
@@ -101,10 +104,14 @@ const loadState = async (file: string): Promise<PollState> => {
   }
   const calendars: Record<string, CalendarState> = {}
   for (const [id, entry] of Object.entries(raw.calendars)) {
-    if (!isObject(entry) || typeof entry.checkpoint !== "string" || !Number.isFinite(Date.parse(entry.checkpoint))) continue
+    if (!isObject(entry) || typeof entry.checkpoint !== "string" || !Number.isFinite(Date.parse(entry.checkpoint))) {
+      continue
+    }
     const seen: Record<string, string> = {}
     if (isObject(entry.seen)) {
-      for (const [eventId, created] of Object.entries(entry.seen)) if (typeof created === "string") seen[eventId] = created
+      for (const [eventId, created] of Object.entries(entry.seen)) {
+        if (typeof created === "string") seen[eventId] = created
+      }
     }
     calendars[id] = { checkpoint: entry.checkpoint, seen }
   }
@@ -166,7 +173,9 @@ export class Poller {
       for (const calendar of this.options.calendars) {
         if (this.stopped) break
         const entry = state.calendars[calendar]
-        state.calendars[calendar] = entry === undefined ? await this.baseline(calendar) : await this.poll(calendar, entry)
+        state.calendars[calendar] = entry === undefined
+          ? await this.baseline(calendar)
+          : await this.poll(calendar, entry)
         // Saved after each calendar: what was announced is never announced again.
         await writeJsonAtomic(this.options.stateFile, state)
       }
@@ -208,7 +217,11 @@ export class Poller {
     } catch (error) {
       // Google refuses an updatedMin too far in the past (after a long downtime): start afresh.
       if (error instanceof ApiError && error.status === 410) {
-        log(`poller: ${calendar}: the last poll is too long ago for Google (${error.reason ?? "410"}); taking a new baseline`)
+        log(
+          `poller: ${calendar}: the last poll is too long ago for Google (${
+            error.reason ?? "410"
+          }); taking a new baseline`
+        )
         return this.baseline(calendar)
       }
       throw error

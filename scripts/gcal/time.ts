@@ -31,7 +31,9 @@ const parse = (input: string, field: string): Parsed => {
   const m = date ?? dateTime
   if (m === null) {
     throw new GcalError(
-      `${field} must be a date (2025-01-31) or an RFC 3339 date-time (2025-01-31T09:30:00+01:00, or without the offset together with time_zone), got ${JSON.stringify(input)}`
+      `${field} must be a date (2025-01-31) or an RFC 3339 date-time (2025-01-31T09:30:00+01:00, or without the offset together with time_zone), got ${
+        JSON.stringify(input)
+      }`
     )
   }
   const parsed: Parsed = {
@@ -47,7 +49,8 @@ const parse = (input: string, field: string): Parsed => {
   }
   const check = new Date(Date.UTC(parsed.year, parsed.month - 1, parsed.day, parsed.hour, parsed.minute, parsed.second))
   if (
-    check.getUTCFullYear() !== parsed.year || check.getUTCMonth() !== parsed.month - 1 || check.getUTCDate() !== parsed.day ||
+    check.getUTCFullYear() !== parsed.year || check.getUTCMonth() !== parsed.month - 1 ||
+    check.getUTCDate() !== parsed.day ||
     check.getUTCHours() !== parsed.hour || check.getUTCMinutes() !== parsed.minute || parsed.second > 59
   ) {
     throw new GcalError(`${field} is not a real date or time: ${JSON.stringify(input)}`)
@@ -80,7 +83,9 @@ export const checkTimeZone = (timeZone: string): string => {
   try {
     new Intl.DateTimeFormat("en-US", { timeZone })
   } catch {
-    throw new GcalError(`time_zone must be an IANA time zone name such as Europe/Paris or UTC, got ${JSON.stringify(timeZone)}`)
+    throw new GcalError(
+      `time_zone must be an IANA time zone name such as Europe/Paris or UTC, got ${JSON.stringify(timeZone)}`
+    )
   }
   return timeZone
 }
@@ -113,7 +118,11 @@ export const instantFor = (input: string, field: string, timeZone?: string): str
 
 /** Milliseconds since the epoch of a `{date}` / `{dateTime}` with an offset, for comparisons. */
 const epoch = (p: Parsed): number | undefined =>
-  p.kind === "date" ? Date.UTC(p.year, p.month - 1, p.day) : p.offset === undefined ? undefined : Date.parse(`${localText(p)}${p.offset}`)
+  p.kind === "date"
+    ? Date.UTC(p.year, p.month - 1, p.day)
+    : p.offset === undefined
+    ? undefined
+    : Date.parse(`${localText(p)}${p.offset}`)
 
 const nextDay = (p: Parsed): string => {
   const d = new Date(Date.UTC(p.year, p.month - 1, p.day + 1))

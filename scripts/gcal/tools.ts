@@ -5,7 +5,7 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { z } from "zod"
-import { PAGE_SIZE, type Attendee, type CalendarApi, type Json } from "./api.js"
+import { type Attendee, type CalendarApi, type Json, PAGE_SIZE } from "./api.js"
 import { log } from "./config.js"
 import { GcalError } from "./credentials.js"
 import { formatCalendar, formatEvent } from "./format.js"
@@ -17,7 +17,7 @@ export const MAX_RESULTS = PAGE_SIZE
 
 const RESPONSES = ["accepted", "declined", "tentative", "needsAction"] as const
 
-const calendarId = z.string().min(1).optional().describe('Calendar id (default "primary", the user\'s own calendar)')
+const calendarId = z.string().min(1).optional().describe("Calendar id (default \"primary\", the user's own calendar)")
 const eventId = z.string().min(1).describe("The event id (from list_events)")
 const timeZone = z.string().min(1).optional()
 
@@ -28,27 +28,33 @@ const answer = async (tool: string, body: () => Promise<string>): Promise<CallTo
   try {
     return text(await body())
   } catch (error) {
-    if (!(error instanceof GcalError)) log(`${tool} failed unexpectedly: ${error instanceof Error ? error.stack ?? error.message : String(error)}`)
+    if (!(error instanceof GcalError)) {
+      log(`${tool} failed unexpectedly: ${error instanceof Error ? error.stack ?? error.message : String(error)}`)
+    }
     const message = error instanceof Error ? error.message : String(error)
     return { content: [{ type: "text", text: `Error: ${message}` }], isError: true }
   }
 }
 
-const attendeesOf = (emails: ReadonlyArray<string>): Array<{ email: string }> => emails.map((email) => ({ email: email.trim() }))
+const attendeesOf = (emails: ReadonlyArray<string>): Array<{ email: string }> =>
+  emails.map((email) => ({ email: email.trim() }))
 
 export const registerTools = (server: McpServer, api: CalendarApi, now: () => Date = () => new Date()): void => {
   server.registerTool(
     "list_calendars",
     {
       title: "List calendars",
-      description: "Lists every calendar in the user's calendar list: name, id, whether it is the primary one, access role and time zone.",
+      description:
+        "Lists every calendar in the user's calendar list: name, id, whether it is the primary one, access role and time zone.",
       annotations: { readOnlyHint: true, openWorldHint: true }
     },
     () =>
       answer("list_calendars", async () => {
         const calendars = await api.listCalendars()
         if (calendars.length === 0) return "No calendars."
-        return `${calendars.length} calendar${calendars.length === 1 ? "" : "s"}:\n${calendars.map(formatCalendar).join("\n")}`
+        return `${calendars.length} calendar${calendars.length === 1 ? "" : "s"}:\n${
+          calendars.map(formatCalendar).join("\n")
+        }`
       })
   )
 
@@ -64,9 +70,15 @@ export const registerTools = (server: McpServer, api: CalendarApi, now: () => Da
         calendar_id: calendarId,
         start_time: z.string().min(1).optional().describe("Only events ending after this (default: now)"),
         end_time: z.string().min(1).optional().describe("Only events starting before this"),
-        max_results: z.number().int().min(1).max(MAX_RESULTS).optional().describe(`At most this many events (default ${DEFAULT_MAX_RESULTS}, at most ${MAX_RESULTS})`),
-        full_text: z.string().min(1).optional().describe("Only events matching this text (title, description, location, attendees)"),
-        time_zone: timeZone.describe("IANA time zone for the answer's times and for bounds without an offset (default: the calendar's)")
+        max_results: z.number().int().min(1).max(MAX_RESULTS).optional().describe(
+          `At most this many events (default ${DEFAULT_MAX_RESULTS}, at most ${MAX_RESULTS})`
+        ),
+        full_text: z.string().min(1).optional().describe(
+          "Only events matching this text (title, description, location, attendees)"
+        ),
+        time_zone: timeZone.describe(
+          "IANA time zone for the answer's times and for bounds without an offset (default: the calendar's)"
+        )
       },
       annotations: { readOnlyHint: true, openWorldHint: true }
     },
@@ -74,7 +86,9 @@ export const registerTools = (server: McpServer, api: CalendarApi, now: () => Da
       answer("list_events", async () => {
         const id = args.calendar_id ?? "primary"
         const zone = args.time_zone !== undefined ? checkTimeZone(args.time_zone) : undefined
-        const timeMin = args.start_time !== undefined ? instantFor(args.start_time, "start_time", zone) : now().toISOString()
+        const timeMin = args.start_time !== undefined
+          ? instantFor(args.start_time, "start_time", zone)
+          : now().toISOString()
         const timeMax = args.end_time !== undefined ? instantFor(args.end_time, "end_time", zone) : undefined
         const max = args.max_results ?? DEFAULT_MAX_RESULTS
         const { events, more, calendar } = await api.listEvents(
@@ -87,7 +101,9 @@ export const registerTools = (server: McpServer, api: CalendarApi, now: () => Da
         const matching = args.full_text !== undefined ? ` matching ${JSON.stringify(args.full_text)}` : ""
         if (events.length === 0) return `No events in ${name} ${range}${matching}.`
         const header = `${events.length} event${events.length === 1 ? "" : "s"} in ${name} ${range}${matching}:`
-        const footer = more ? `\n\nMore events match: raise max_results (at most ${MAX_RESULTS}) or narrow the time range.` : ""
+        const footer = more
+          ? `\n\nMore events match: raise max_results (at most ${MAX_RESULTS}) or narrow the time range.`
+          : ""
         return `${header}\n\n${events.map(formatEvent).join("\n\n")}${footer}`
       })
   )
@@ -100,7 +116,8 @@ export const registerTools = (server: McpServer, api: CalendarApi, now: () => Da
       inputSchema: { event_id: eventId, calendar_id: calendarId },
       annotations: { readOnlyHint: true, openWorldHint: true }
     },
-    (args) => answer("get_event", async () => formatEvent(await api.getEvent(args.calendar_id ?? "primary", args.event_id)))
+    (args) =>
+      answer("get_event", async () => formatEvent(await api.getEvent(args.calendar_id ?? "primary", args.event_id)))
   )
 
   server.registerTool(
@@ -117,7 +134,9 @@ export const registerTools = (server: McpServer, api: CalendarApi, now: () => Da
         description: z.string().optional(),
         location: z.string().optional(),
         attendees: z.array(z.string().min(3)).optional().describe("E-mail addresses of the guests"),
-        recurrence: z.array(z.string().min(1)).optional().describe('RFC 5545 lines, e.g. ["RRULE:FREQ=WEEKLY;COUNT=4"] (timed recurring events need time_zone)'),
+        recurrence: z.array(z.string().min(1)).optional().describe(
+          "RFC 5545 lines, e.g. [\"RRULE:FREQ=WEEKLY;COUNT=4\"] (timed recurring events need time_zone)"
+        ),
         time_zone: timeZone.describe("IANA time zone of start and end (e.g. Europe/Paris)"),
         calendar_id: calendarId
       },
@@ -126,7 +145,10 @@ export const registerTools = (server: McpServer, api: CalendarApi, now: () => Da
     (args) =>
       answer("create_event", async () => {
         const { start, end } = eventTimes(args.start, args.end, args.time_zone)
-        if (args.recurrence !== undefined && args.recurrence.length > 0 && start.dateTime !== undefined && args.time_zone === undefined) {
+        if (
+          args.recurrence !== undefined && args.recurrence.length > 0 && start.dateTime !== undefined &&
+          args.time_zone === undefined
+        ) {
           throw new GcalError("a recurring timed event needs time_zone (Google expands the rule in that zone)")
         }
         const body: Json = { summary: args.summary, start, end }
@@ -180,7 +202,9 @@ export const registerTools = (server: McpServer, api: CalendarApi, now: () => Da
         if (args.attendees !== undefined) patch.attendees = attendeesOf(args.attendees)
         if (args.recurrence !== undefined) patch.recurrence = args.recurrence
         if (Object.keys(patch).length === 0) {
-          throw new GcalError("nothing to change: give at least one of summary, start, end, description, location, attendees, recurrence")
+          throw new GcalError(
+            "nothing to change: give at least one of summary, start, end, description, location, attendees, recurrence"
+          )
         }
         const updated = await api.patchEvent(args.calendar_id ?? "primary", args.event_id, patch)
         return `Updated event (${Object.keys(patch).join(", ")}):\n${formatEvent(updated)}`
@@ -221,7 +245,9 @@ export const registerTools = (server: McpServer, api: CalendarApi, now: () => Da
         const event = await api.getEvent(id, args.event_id)
         const attendees: ReadonlyArray<Attendee> = event.attendees ?? []
         if (!attendees.some((a) => a.self === true)) {
-          throw new GcalError(`you are not on the guest list of event ${args.event_id}, so there is no invitation to respond to`)
+          throw new GcalError(
+            `you are not on the guest list of event ${args.event_id}, so there is no invitation to respond to`
+          )
         }
         // A PATCH replaces the whole attendees list: send every guest, only yours changed.
         const patched = attendees.map((a) => (a.self === true ? { ...a, responseStatus: args.response } : a))

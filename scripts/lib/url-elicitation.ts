@@ -362,7 +362,9 @@ export const serveOneTimePage = async (options: {
 
 type ElicitParams = Parameters<McpServer["server"]["elicitInput"]>[0]
 
-const optional = (request: { readonly signal?: AbortSignal; readonly relatedRequestId?: RequestId; readonly timeoutMs?: number }) => ({
+const optional = (
+  request: { readonly signal?: AbortSignal; readonly relatedRequestId?: RequestId; readonly timeoutMs?: number }
+) => ({
   ...(request.signal !== undefined ? { signal: request.signal } : {}),
   ...(request.relatedRequestId !== undefined ? { relatedRequestId: request.relatedRequestId } : {}),
   ...(request.timeoutMs !== undefined ? { timeoutMs: request.timeoutMs } : {})

@@ -79,7 +79,9 @@ export class AliasStore {
     try {
       raw = await readJsonIfExists(this.file)
     } catch (error) {
-      throw new ToolError(`cannot read the aliases file ${this.file}: ${error instanceof Error ? error.message : String(error)}`)
+      throw new ToolError(
+        `cannot read the aliases file ${this.file}: ${error instanceof Error ? error.message : String(error)}`
+      )
     }
     const out = new Map<string, Alias>()
     if (raw === undefined) return out
@@ -96,7 +98,11 @@ export class AliasStore {
         : []
       if (extra.length > 0) {
         // Field names only: a hand-edited value might be a secret.
-        this.log.warn(`aliases file: alias ${name} has unknown fields (${extra.join(", ")}); they are ignored and dropped on the next write`)
+        this.log.warn(
+          `aliases file: alias ${name} has unknown fields (${
+            extra.join(", ")
+          }); they are ignored and dropped on the next write`
+        )
       }
       const a = parsed.data
       out.set(name, {
@@ -115,7 +121,9 @@ export class AliasStore {
   async get(name: string): Promise<Alias> {
     const alias = (await this.all()).get(name)
     if (alias === undefined) {
-      throw new ToolError(`no alias named ${JSON.stringify(name)}: add it with add_alias (list_aliases shows the known ones)`)
+      throw new ToolError(
+        `no alias named ${JSON.stringify(name)}: add it with add_alias (list_aliases shows the known ones)`
+      )
     }
     return alias
   }

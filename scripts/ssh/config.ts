@@ -64,7 +64,9 @@ const nonEmpty = (u: string | undefined): string | undefined => (u === undefined
 
 export const loadConfig = (env: NodeJS.ProcessEnv = process.env): Config => {
   const home = os.homedir()
-  const secretsDir = path.resolve(nonEmpty(env.SKALD_SECRETS_DIR) ?? path.join(nonEmpty(env.SKALD_HOME) ?? ".", "secrets"))
+  const secretsDir = path.resolve(
+    nonEmpty(env.SKALD_SECRETS_DIR) ?? path.join(nonEmpty(env.SKALD_HOME) ?? ".", "secrets")
+  )
   return {
     secretsDir,
     aliasesFile: path.join(secretsDir, "ssh_aliases.json"),

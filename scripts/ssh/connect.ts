@@ -53,7 +53,11 @@ const loadKey = async (
     data = await fs.readFile(file)
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
-    throw new ToolError(`cannot read the key ${file}: ${code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : String(code)}`)
+    throw new ToolError(
+      `cannot read the key ${file}: ${
+        code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : String(code)
+      }`
+    )
   }
   const plain = utils.parseKey(data)
   if (!(plain instanceof Error)) return Array.isArray(plain) ? plain[0]! : plain
@@ -96,8 +100,13 @@ const credentials = async (
         {
           type: "keyboard-interactive",
           username,
-          prompt: (_name: string, _instructions: string, _lang: string, prompts: Array<KbdPrompt>, finish: (answers: Array<string>) => void) =>
-            finish(prompts.map((p) => (p.echo === true ? "" : password)))
+          prompt: (
+            _name: string,
+            _instructions: string,
+            _lang: string,
+            prompts: Array<KbdPrompt>,
+            finish: (answers: Array<string>) => void
+          ) => finish(prompts.map((p) => (p.echo === true ? "" : password)))
         }
       ],
       onRejected: () => deps.secrets.drop("login", aliasName),
@@ -154,7 +163,11 @@ const credentials = async (
 /** Tries the planned methods in order, skipping those the server does not offer. */
 const authHandler = (methods: ReadonlyArray<AnyAuthMethod>) => {
   let next = 0
-  return (authsLeft: Array<AuthenticationType> | null, _partial: boolean | null, callback: (auth: AnyAuthMethod | false) => void) => {
+  return (
+    authsLeft: Array<AuthenticationType> | null,
+    _partial: boolean | null,
+    callback: (auth: AnyAuthMethod | false) => void
+  ) => {
     while (next < methods.length) {
       const method = methods[next++]!
       const wire: AuthenticationType = method.type === "agent" ? "publickey" : method.type
@@ -179,7 +192,9 @@ export const open = async (
   const { config, log } = deps
   // Before any question: a host we would reject anyway is rejected now.
   const entries = await KnownHosts.load(config.knownHostsFile).catch((error: unknown) => {
-    throw new ToolError(`cannot read ${config.knownHostsFile}: ${error instanceof Error ? error.message : String(error)}`)
+    throw new ToolError(
+      `cannot read ${config.knownHostsFile}: ${error instanceof Error ? error.message : String(error)}`
+    )
   })
   const knownTypes = KnownHosts.knownTypes(entries, alias.host, alias.port)
   if (knownTypes.length === 0 && !alias.accept_new_host_key) {
@@ -204,7 +219,8 @@ export const open = async (
         case "known":
           return verify(true)
         case "revoked":
-          hostProblem = `the host key of ${name} (${key.type} ${presented}) is marked @revoked in ${config.knownHostsFile}`
+          hostProblem =
+            `the host key of ${name} (${key.type} ${presented}) is marked @revoked in ${config.knownHostsFile}`
           return verify(false)
         case "changed":
           hostProblem = `HOST KEY CHANGED: ${name} presented ${key.type} ${presented}, which does not match the ` +
@@ -218,7 +234,9 @@ export const open = async (
             return verify(false)
           }
           await KnownHosts.append(config.knownHostsFile, alias.host, alias.port, key, config.hashKnownHosts)
-          log.warn(`alias ${aliasName}: added the new host key of ${name} (${key.type} ${presented}) to ${config.knownHostsFile}`)
+          log.warn(
+            `alias ${aliasName}: added the new host key of ${name} (${key.type} ${presented}) to ${config.knownHostsFile}`
+          )
           return verify(true)
       }
     }).catch((error: unknown) => {
@@ -267,7 +285,9 @@ export const open = async (
     try {
       client.connect(connectConfig)
     } catch (error) {
-      reject(new ToolError(`cannot connect to ${target(alias)}: ${error instanceof Error ? error.message : String(error)}`))
+      reject(
+        new ToolError(`cannot connect to ${target(alias)}: ${error instanceof Error ? error.message : String(error)}`)
+      )
     }
   })
   return { client, hostKey: presented }
@@ -289,7 +309,9 @@ const connectError = (
     case "client-authentication": {
       creds.onRejected()
       const message = alias.auth === "password"
-        ? `authentication failed for ${target(alias)}: the password was rejected; it was forgotten and the next call asks again`
+        ? `authentication failed for ${
+          target(alias)
+        }: the password was rejected; it was forgotten and the next call asks again`
         : `authentication failed for ${target(alias)} with ${creds.describe}: the server accepted none of them`
       log.warn(`alias ${aliasName}: ${message}`)
       return new ToolError(message)
@@ -297,7 +319,9 @@ const connectError = (
     case "client-timeout":
       return new ToolError(`connecting to ${target(alias)} timed out (SSH_MCP_CONNECT_TIMEOUT)`)
     case "client-socket":
-      return new ToolError(`cannot connect to ${target(alias)}: ${error.code === "ECONNREFUSED" ? "connection refused" : error.message}`)
+      return new ToolError(
+        `cannot connect to ${target(alias)}: ${error.code === "ECONNREFUSED" ? "connection refused" : error.message}`
+      )
     default:
       return new ToolError(`SSH connection to ${target(alias)} failed: ${error.message}`)
   }

@@ -49,14 +49,20 @@ const UNIT = /^[A-Za-z0-9@._:\\-]{1,256}$/
 /** The command line for an action. */
 export const systemdCommand = (action: SystemdAction, unit: string | undefined, lines: number): string => {
   const needsUnit = action !== "list-units" && action !== "list-failed"
-  if (needsUnit && (unit === undefined || unit === "")) throw new ToolError(`systemd ${action} needs a unit (e.g. nginx.service)`)
-  if (unit !== undefined && unit !== "" && !UNIT.test(unit)) throw new ToolError(`not a unit name: ${JSON.stringify(unit)}`)
+  if (needsUnit && (unit === undefined || unit === "")) {
+    throw new ToolError(`systemd ${action} needs a unit (e.g. nginx.service)`)
+  }
+  if (unit !== undefined && unit !== "" && !UNIT.test(unit)) {
+    throw new ToolError(`not a unit name: ${JSON.stringify(unit)}`)
+  }
   const u = unit === undefined || unit === "" ? "" : ` -- ${shellQuote(unit)}`
   switch (action) {
     case "logs":
       return `journalctl --no-pager -n ${lines} -u ${shellQuote(unit!)}`
     case "list-units":
-      return `systemctl --no-pager --no-ask-password --plain list-units --type=service${unit ? ` ${shellQuote(unit)}` : ""}`
+      return `systemctl --no-pager --no-ask-password --plain list-units --type=service${
+        unit ? ` ${shellQuote(unit)}` : ""
+      }`
     case "list-failed":
       return "systemctl --no-pager --no-ask-password --plain list-units --state=failed"
     case "status":

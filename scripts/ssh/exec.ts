@@ -196,7 +196,9 @@ export const run = (
         settled = true
         disarm()
         options.ctx.signal.removeEventListener("abort", onAbort)
-        if (cancelled) return reject(new ToolError(`the command on alias ${connection.alias} was cancelled (sent SIGKILL)`))
+        if (cancelled) {
+          return reject(new ToolError(`the command on alias ${connection.alias} was cancelled (sent SIGKILL)`))
+        }
         resolve({
           exitCode,
           signal: exitSignal,
@@ -233,7 +235,9 @@ export const runSudo = async (
 ): Promise<ExecOutcome> => {
   const method = sudo.alias.sudo.method
   if (method === "none") {
-    throw new ToolError(`sudo is disabled for alias ${sudo.aliasName} (sudo method none); re-add the alias with sudo_method=prompt or nopasswd to allow it`)
+    throw new ToolError(
+      `sudo is disabled for alias ${sudo.aliasName} (sudo method none); re-add the alias with sudo_method=prompt or nopasswd to allow it`
+    )
   }
   const prompt = `SKALD-SUDO-PROMPT-${randomBytes(12).toString("hex")}:`
   const started = Buffer.from(`SKALD-SUDO-STARTED-${randomBytes(12).toString("hex")}\n`)
@@ -267,7 +271,8 @@ export const runSudo = async (
     timer?.pause()
     sudo.secrets.obtain("sudo", sudo.aliasName, {
       title: `sudo password for ${login}`,
-      message: `sudo on ${sudo.alias.host} asks for the password of ${sudo.alias.user} (alias ${sudo.aliasName}). Enter it to run the command with sudo.`,
+      message:
+        `sudo on ${sudo.alias.host} asks for the password of ${sudo.alias.user} (alias ${sudo.aliasName}). Enter it to run the command with sudo.`,
       field: "password"
     }, options.ctx).then(write, (error: unknown) => {
       failure = error
@@ -301,7 +306,9 @@ export const runSudo = async (
   if (failure !== undefined) throw failure
   if (isStarted) return outcome
   const said = before.toString("utf8").trim()
-  if (outcome.timedOut) throw new ToolError(`sudo on alias ${sudo.aliasName} did not finish before the timeout${said ? `: ${said}` : ""}`)
+  if (outcome.timedOut) {
+    throw new ToolError(`sudo on alias ${sudo.aliasName} did not finish before the timeout${said ? `: ${said}` : ""}`)
+  }
   if (prompts >= 2 || /incorrect password attempt/.test(said)) {
     sudo.secrets.drop("sudo", sudo.aliasName)
     sudo.log.warn(`alias ${sudo.aliasName}: sudo rejected the password of ${sudo.alias.user}`)
@@ -313,5 +320,9 @@ export const runSudo = async (
         `The alias's sudo method is nopasswd, which never prompts; re-add the alias with sudo_method=prompt to be asked for the password.`
     )
   }
-  throw new ToolError(`sudo failed on alias ${sudo.aliasName} (exit ${outcome.exitCode ?? outcome.signal ?? "?"})${said ? `: ${said}` : ""}`)
+  throw new ToolError(
+    `sudo failed on alias ${sudo.aliasName} (exit ${outcome.exitCode ?? outcome.signal ?? "?"})${
+      said ? `: ${said}` : ""
+    }`
+  )
 }

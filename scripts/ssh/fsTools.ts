@@ -54,7 +54,9 @@ const readText = async (sftp: Sftp, p: string, maxBytes: number): Promise<{ text
   if (stats.isDirectory()) throw new ToolError(`${p} is a directory (use list_files)`)
   if (!stats.isFile()) throw new ToolError(`${p} is not a regular file`)
   if (stats.size > maxBytes) {
-    throw new ToolError(`${p} has ${stats.size} bytes, more than the ${maxBytes} the text tools handle (SSH_MCP_MAX_FILE_BYTES); use download or exec`)
+    throw new ToolError(
+      `${p} has ${stats.size} bytes, more than the ${maxBytes} the text tools handle (SSH_MCP_MAX_FILE_BYTES); use download or exec`
+    )
   }
   const data = await sftp.readFile(p)
   if (isBinary(data)) throw new ToolError(`${p} looks binary (it contains NUL bytes); use download`)
@@ -93,21 +95,30 @@ export const readFile = async (
   const last = Math.min(lines.length, offset + limit - 1)
   const out = numbered(lines.slice(offset - 1, last), offset)
   return last < lines.length
-    ? `${out}\n… (${lines.length - last} more lines: ${last + 1}–${lines.length} of ${lines.length}; read on with offset=${last + 1})`
+    ? `${out}\n… (${lines.length - last} more lines: ${
+      last + 1
+    }–${lines.length} of ${lines.length}; read on with offset=${last + 1})`
     : out
 }
 
 const byName = (a: { filename: string }, b: { filename: string }) =>
   a.filename < b.filename ? -1 : a.filename > b.filename ? 1 : 0
 
-export const listFiles = async (sftp: Sftp, rawPath: string, recursive: boolean, maxEntries: number): Promise<string> => {
+export const listFiles = async (
+  sftp: Sftp,
+  rawPath: string,
+  recursive: boolean,
+  maxEntries: number
+): Promise<string> => {
   const p = remotePath(rawPath)
   const stats = await sftp.lstat(p)
   if (stats === undefined) throw new ToolError(`${rawPath}: no such file or directory`)
   const root = await sftp.realpath(p)
   if (!stats.isDirectory()) {
     const target = stats.isSymbolicLink() ? await sftp.stat(p) : stats
-    if (target === undefined || !target.isDirectory()) return entryLine(P.basename(root), stats, await linkTarget(sftp, p, stats))
+    if (target === undefined || !target.isDirectory()) {
+      return entryLine(P.basename(root), stats, await linkTarget(sftp, p, stats))
+    }
   }
   const out: Array<string> = []
   let truncated = false
@@ -134,7 +145,9 @@ export const listFiles = async (sftp: Sftp, rawPath: string, recursive: boolean,
   await walk(p, "")
   const header = root.endsWith("/") ? root : `${root}/`
   if (out.length === 0) return `${header}\n(empty directory)`
-  return `${header}\n${out.join("\n")}${truncated ? `\n… (stopped after ${maxEntries} entries; list a subdirectory or raise max_entries)` : ""}`
+  return `${header}\n${out.join("\n")}${
+    truncated ? `\n… (stopped after ${maxEntries} entries; list a subdirectory or raise max_entries)` : ""
+  }`
 }
 
 const linkTarget = async (sftp: Sftp, p: string, stats: Stats): Promise<string | undefined> =>
@@ -276,7 +289,9 @@ export const editFile = async (
   if (oldString === "") {
     const stats = await sftp.stat(p)
     if (stats !== undefined && (!stats.isFile() || stats.size > 0)) {
-      throw new ToolError(`old_string is empty but ${rawPath} already exists and is not empty; give the text to replace`)
+      throw new ToolError(
+        `old_string is empty but ${rawPath} already exists and is not empty; give the text to replace`
+      )
     }
     const parent = P.dirname(p)
     if (parent !== "." && parent !== "/") await sftp.mkdirp(parent)
@@ -285,13 +300,19 @@ export const editFile = async (
   }
   const { stats, text } = await readText(sftp, p, maxBytes)
   const positions: Array<number> = []
-  for (let at = text.indexOf(oldString); at !== -1; at = text.indexOf(oldString, at + oldString.length)) positions.push(at)
+  for (let at = text.indexOf(oldString); at !== -1; at = text.indexOf(oldString, at + oldString.length)) {
+    positions.push(at)
+  }
   if (positions.length === 0) {
-    throw new ToolError(`old_string was not found in ${rawPath} (it must match exactly, whitespace included; read_file shows the text)`)
+    throw new ToolError(
+      `old_string was not found in ${rawPath} (it must match exactly, whitespace included; read_file shows the text)`
+    )
   }
   if (positions.length > 1 && !replaceAll) {
     throw new ToolError(
-      `old_string occurs ${positions.length} times in ${rawPath} (lines ${positions.map((at) => lineOf(text, at)).join(", ")}); ` +
+      `old_string occurs ${positions.length} times in ${rawPath} (lines ${
+        positions.map((at) => lineOf(text, at)).join(", ")
+      }); ` +
         `include more context to make it unique, or set replace_all=true`
     )
   }
@@ -314,9 +335,13 @@ export const replaceLines = async (
   const { stats, text } = await readText(sftp, p, maxBytes)
   const { lines, trailingNewline, eol } = splitLines(text)
   const total = lines.length
-  if (start < 1 || start > total + 1) throw new ToolError(`start_line ${start} is out of range: ${rawPath} has ${total} lines`)
+  if (start < 1 || start > total + 1) {
+    throw new ToolError(`start_line ${start} is out of range: ${rawPath} has ${total} lines`)
+  }
   if (end < start - 1 || end > total) {
-    throw new ToolError(`end_line ${end} is out of range: it must be between start_line - 1 (${start - 1}, to insert) and ${total}`)
+    throw new ToolError(
+      `end_line ${end} is out of range: it must be between start_line - 1 (${start - 1}, to insert) and ${total}`
+    )
   }
   const body = newContent.endsWith("\n") ? newContent.slice(0, newContent.endsWith("\r\n") ? -2 : -1) : newContent
   const inserted = newContent === "" ? [] : body.split(/\r?\n/)
@@ -324,7 +349,11 @@ export const replaceLines = async (
   const updated = result.join(eol) + (result.length > 0 && (trailingNewline || total === 0) ? eol : "")
   await writeText(sftp, p, updated, stats.mode & 0o7777)
   const replaced = end - start + 1
-  const what = replaced === 0 ? `Inserted ${inserted.length} line${inserted.length === 1 ? "" : "s"} before line ${start}` : `Replaced lines ${start}–${end} (${replaced} line${replaced === 1 ? "" : "s"}) with ${inserted.length} line${inserted.length === 1 ? "" : "s"}`
+  const what = replaced === 0
+    ? `Inserted ${inserted.length} line${inserted.length === 1 ? "" : "s"} before line ${start}`
+    : `Replaced lines ${start}–${end} (${replaced} line${replaced === 1 ? "" : "s"}) with ${inserted.length} line${
+      inserted.length === 1 ? "" : "s"
+    }`
   const from = Math.max(1, start - 2)
   const to = Math.min(result.length, start + inserted.length + 1)
   const excerpt = result.length === 0 ? "(the file is now empty)" : numbered(result.slice(from - 1, to), from)

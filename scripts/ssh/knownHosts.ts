@@ -47,8 +47,7 @@ export const fingerprint = (blob: Buffer): string =>
   `SHA256:${createHash("sha256").update(blob).digest("base64").replace(/=+$/, "")}`
 
 /** The name a host is listed under: `host`, or `[host]:port` for ports other than 22. */
-export const hostName = (host: string, port: number): string =>
-  (port === 22 ? host : `[${host}]:${port}`).toLowerCase()
+export const hostName = (host: string, port: number): string => (port === 22 ? host : `[${host}]:${port}`).toLowerCase()
 
 export const parse = (text: string): ReadonlyArray<Entry> => {
   const entries: Array<Entry> = []
@@ -116,8 +115,13 @@ export const check = (entries: ReadonlyArray<Entry>, host: string, port: number,
 }
 
 /** The key types listed for a host, to prefer them in the handshake. */
-export const knownTypes = (entries: ReadonlyArray<Entry>, host: string, port: number): ReadonlyArray<string> =>
-  [...new Set(forHost(entries, host, port).filter((e) => e.marker === undefined).map((e) => e.type))]
+export const knownTypes = (
+  entries: ReadonlyArray<Entry>,
+  host: string,
+  port: number
+): ReadonlyArray<string> => [
+  ...new Set(forHost(entries, host, port).filter((e) => e.marker === undefined).map((e) => e.type))
+]
 
 /** Host key algorithms that produce a key of each type (RSA keys sign with the SHA-2 variants). */
 export const algorithmsFor = (types: ReadonlyArray<string>): Array<string> =>
@@ -144,7 +148,13 @@ export const line = (host: string, port: number, key: HostKey, hashed: boolean):
 }
 
 /** Appends an accepted host key (creating `~/.ssh` at 0700 and the file at 0600 when missing). */
-export const append = async (file: string, host: string, port: number, key: HostKey, hashed: boolean): Promise<void> => {
+export const append = async (
+  file: string,
+  host: string,
+  port: number,
+  key: HostKey,
+  hashed: boolean
+): Promise<void> => {
   await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 })
   let prefix = ""
   try {

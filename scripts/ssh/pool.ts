@@ -57,7 +57,12 @@ export class Pool {
   }
 
   /** Runs `use` with the alias's connection (opened when needed), keeping it from eviction meanwhile. */
-  async use<A>(aliasName: string, alias: Alias, ctx: CallContext, use: (connection: Connection) => Promise<A>): Promise<A> {
+  async use<A>(
+    aliasName: string,
+    alias: Alias,
+    ctx: CallContext,
+    use: (connection: Connection) => Promise<A>
+  ): Promise<A> {
     this.evictIdle()
     for (let attempt = 1;; attempt++) {
       const connection = await this.acquire(aliasName, alias, ctx)
@@ -121,7 +126,12 @@ export class Pool {
     const now = this.now()
     for (const connection of [...this.connections.values()]) {
       if (connection.busy === 0 && now - connection.lastUsed >= this.config.poolTtlMs) {
-        this.close(connection, `idle for ${Math.round((now - connection.lastUsed) / 1000)} s (SSH_MCP_POOL_TTL ${this.config.poolTtlMs / 1000} s)`)
+        this.close(
+          connection,
+          `idle for ${Math.round((now - connection.lastUsed) / 1000)} s (SSH_MCP_POOL_TTL ${
+            this.config.poolTtlMs / 1000
+          } s)`
+        )
       }
     }
   }
@@ -145,7 +155,12 @@ export class Pool {
   }
 
   private async open(aliasName: string, alias: Alias, key: string, ctx: CallContext): Promise<Connection> {
-    const { client, hostKey } = await Connect.open(aliasName, alias, { config: this.config, secrets: this.secrets, log: this.log, ctx })
+    const { client, hostKey } = await Connect.open(aliasName, alias, {
+      config: this.config,
+      secrets: this.secrets,
+      log: this.log,
+      ctx
+    })
     const openedAt = this.now()
     const connection: Connection = {
       id: this.nextId++,

@@ -84,7 +84,12 @@ export class Secrets {
   }
 
   /** Asks through the MCP client connected to `server` (URL mode or the form fallback). */
-  static forServer(server: McpServer, ttls: { readonly login: number; readonly sudo: number }, log: Log, fixed: ReadonlyArray<string>): Secrets {
+  static forServer(
+    server: McpServer,
+    ttls: { readonly login: number; readonly sudo: number },
+    log: Log,
+    fixed: ReadonlyArray<string>
+  ): Secrets {
     return new Secrets((request) => askSecret(server, request), ttls, log, Date.now, fixed)
   }
 
@@ -128,11 +133,15 @@ export class Secrets {
     } catch (error) {
       if (error instanceof ElicitationUnsupported) {
         throw new ToolError(
-          `the ${describe(kind)} of ${id} is needed, but this MCP client cannot ask the user (it declared no elicitation)` +
+          `the ${
+            describe(kind)
+          } of ${id} is needed, but this MCP client cannot ask the user (it declared no elicitation)` +
             (kind === "passphrase" ? "; set SSH_MCP_KEY_PASSPHRASE or use an unencrypted key / ssh-agent" : "")
         )
       }
-      throw new ToolError(`asking for the ${describe(kind)} of ${id} failed: ${error instanceof Error ? error.message : String(error)}`)
+      throw new ToolError(
+        `asking for the ${describe(kind)} of ${id} failed: ${error instanceof Error ? error.message : String(error)}`
+      )
     }
     if (answer.action === "accept") {
       this.log.info(`the user answered the question for the ${describe(kind)} of ${id}`)

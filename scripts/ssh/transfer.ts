@@ -27,10 +27,14 @@ export interface TransferReport {
 const summary = (verb: string, source: string, report: TransferReport): string => {
   const parts = [
     `${report.files} file${report.files === 1 ? "" : "s"} (${report.bytes} bytes)`,
-    ...(report.directories > 0 ? [`${report.directories} director${report.directories === 1 ? "y" : "ies"} created`] : [])
+    ...(report.directories > 0
+      ? [`${report.directories} director${report.directories === 1 ? "y" : "ies"} created`]
+      : [])
   ]
   const skipped = report.skipped.length > 0
-    ? `\nSkipped ${report.skipped.length} symlink(s) or special file(s): ${report.skipped.slice(0, 10).join(", ")}${report.skipped.length > 10 ? ", …" : ""}`
+    ? `\nSkipped ${report.skipped.length} symlink(s) or special file(s): ${report.skipped.slice(0, 10).join(", ")}${
+      report.skipped.length > 10 ? ", …" : ""
+    }`
     : ""
   return `${verb} ${source} → ${report.destination}: ${parts.join(", ")}${skipped}`
 }
@@ -39,7 +43,11 @@ const endsWithSlash = (p: string) => p.endsWith("/") || p.endsWith(path.sep)
 
 /** Local paths: `~/` expanded, relative to the server's working directory. */
 export const localPath = (p: string): string =>
-  p === "~" ? (process.env.HOME ?? "/") : p.startsWith("~/") ? path.join(process.env.HOME ?? "/", p.slice(2)) : path.resolve(p)
+  p === "~"
+    ? (process.env.HOME ?? "/")
+    : p.startsWith("~/")
+    ? path.join(process.env.HOME ?? "/", p.slice(2))
+    : path.resolve(p)
 
 const localStat = async (p: string) => {
   try {
@@ -57,7 +65,9 @@ export const upload = async (sftp: Sftp, rawLocal: string, rawRemote: string): P
   const source = localPath(rawLocal)
   const sourceStats = await localStat(source)
   if (sourceStats === undefined) throw new ToolError(`${rawLocal}: no such local file or directory`)
-  if (!sourceStats.isFile() && !sourceStats.isDirectory()) throw new ToolError(`${rawLocal} is not a regular file or directory`)
+  if (!sourceStats.isFile() && !sourceStats.isDirectory()) {
+    throw new ToolError(`${rawLocal} is not a regular file or directory`)
+  }
 
   const remote = remotePath(rawRemote)
   let destination: string
@@ -87,7 +97,9 @@ export const upload = async (sftp: Sftp, rawLocal: string, rawRemote: string): P
     if (existing === undefined) {
       await sftp.mkdir(to, mode & 0o777)
       report.directories++
-    } else if (!existing.isDirectory()) throw new ToolError(`cannot upload the directory ${from}: ${to} exists and is not a directory`)
+    } else if (!existing.isDirectory()) {
+      throw new ToolError(`cannot upload the directory ${from}: ${to} exists and is not a directory`)
+    }
     const entries = (await fs.readdir(from, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : 1))
     for (const entry of entries) {
       const childFrom = path.join(from, entry.name)
@@ -112,7 +124,9 @@ export const download = async (sftp: Sftp, rawRemote: string, rawLocal: string):
   const remote = remotePath(rawRemote)
   const sourceStats = await sftp.stat(remote)
   if (sourceStats === undefined) throw new ToolError(`${rawRemote}: no such remote file or directory`)
-  if (!sourceStats.isFile() && !sourceStats.isDirectory()) throw new ToolError(`${rawRemote} is not a regular file or directory`)
+  if (!sourceStats.isFile() && !sourceStats.isDirectory()) {
+    throw new ToolError(`${rawRemote} is not a regular file or directory`)
+  }
   const source = await sftp.realpath(remote)
   const base = P.basename(source) || "root"
 
@@ -144,7 +158,9 @@ export const download = async (sftp: Sftp, rawRemote: string, rawLocal: string):
     if (existing === undefined) {
       await fs.mkdir(to, { mode: stats.mode & 0o777 })
       report.directories++
-    } else if (!existing.isDirectory()) throw new ToolError(`cannot download the directory ${from}: ${to} exists and is not a directory`)
+    } else if (!existing.isDirectory()) {
+      throw new ToolError(`cannot download the directory ${from}: ${to} exists and is not a directory`)
+    }
     const entries = (await sftp.readdir(from)).filter((e) => e.filename !== "." && e.filename !== "..")
       .sort((a, b) => (a.filename < b.filename ? -1 : 1))
     for (const entry of entries) {

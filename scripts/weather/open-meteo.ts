@@ -170,7 +170,9 @@ const request = async (
     throw new WeatherError(`${what} refused the request (HTTP ${response.status}): ${reason}`)
   }
   if (!response.ok) {
-    throw new WeatherError(`${what} answered HTTP ${response.status}${response.statusText ? ` ${quote(response.statusText)}` : ""}`)
+    throw new WeatherError(
+      `${what} answered HTTP ${response.status}${response.statusText ? ` ${quote(response.statusText)}` : ""}`
+    )
   }
   if (!isObject(json)) throw new WeatherError(`${what} answered something that is not a JSON object`)
   return json
@@ -194,7 +196,7 @@ export const block = (json: Record<string, unknown>, key: string, api: Api): Rec
 export const units = (json: Record<string, unknown>, key: string): Record<string, string> => {
   const value = json[`${key}_units`]
   const out: Record<string, string> = {}
-  if (isObject(value)) for (const [k, v] of Object.entries(value)) if (typeof v === "string") out[k] = v
+  if (isObject(value)) { for (const [k, v] of Object.entries(value)) if (typeof v === "string") out[k] = v }
   return out
 }
 
@@ -218,7 +220,8 @@ export interface Place {
 
 /** "Berlin, Land Berlin, Germany" (the parts the answer had). */
 export const placeLabel = (place: Place): string =>
-  [place.name, place.admin1, place.country].filter((p, i, all) => p !== undefined && p !== "" && all.indexOf(p) === i).join(", ")
+  [place.name, place.admin1, place.country].filter((p, i, all) => p !== undefined && p !== "" && all.indexOf(p) === i)
+    .join(", ")
 
 /** "52.52, 13.41" */
 export const coordinates = (latitude: number, longitude: number): string =>
@@ -252,16 +255,22 @@ export const geocode = async (
   const match = countryCode !== undefined || wanted === ""
     ? results[0]
     : results.find((r) =>
-      ["admin1", "admin2", "admin3", "country"].some((k) => typeof r[k] === "string" && (r[k] as string).toLowerCase().includes(wanted))
+      ["admin1", "admin2", "admin3", "country"].some((k) =>
+        typeof r[k] === "string" && (r[k] as string).toLowerCase().includes(wanted)
+      )
     )
   const latitude = num(match?.latitude)
   const longitude = num(match?.longitude)
   if (match === undefined || latitude === null || longitude === null) {
     throw new WeatherError(
-      `no place named ${JSON.stringify(query)} was found (check the spelling, try a larger town nearby, or give latitude and longitude)`
+      `no place named ${
+        JSON.stringify(query)
+      } was found (check the spelling, try a larger town nearby, or give latitude and longitude)`
     )
   }
-  const optional = (key: string) => (typeof match[key] === "string" && match[key] !== "" ? { [key]: match[key] as string } : {})
+  const optional = (
+    key: string
+  ) => (typeof match[key] === "string" && match[key] !== "" ? { [key]: match[key] as string } : {})
   return {
     name: str(match.name) ?? name,
     latitude,

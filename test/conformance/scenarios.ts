@@ -25,7 +25,8 @@ export const toolsCli: Cli = {
   script: Path.join(root, "tools/node22/node_modules/@modelcontextprotocol/conformance/dist/index.js")
 }
 
-const installHint = "tools/node22 is installed by the root `npm ci` (postinstall); to install it alone: npm ci --prefix tools/node22"
+const installHint =
+  "tools/node22 is installed by the root `npm ci` (postinstall); to install it alone: npm ci --prefix tools/node22"
 
 /** The scenarios CI requires (the rest are OAuth and newer). */
 export const required = ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"]
@@ -61,7 +62,10 @@ const describeRun = (
 /** Every client scenario the suite knows; throws with the CLI's own output when it cannot say. */
 export const listScenarios = (cli: Cli = toolsCli): Array<string> => {
   const args = ["list", "--client"]
-  const result = ChildProcess.spawnSync(cli.node, [cli.script, ...args], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 })
+  const result = ChildProcess.spawnSync(cli.node, [cli.script, ...args], {
+    encoding: "utf8",
+    maxBuffer: 64 * 1024 * 1024
+  })
   if (result.error !== undefined || result.status !== 0) {
     throw new Error(`the conformance CLI could not list its scenarios\n${describeRun(cli, args, result)}`)
   }

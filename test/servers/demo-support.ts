@@ -9,16 +9,19 @@ import { Effect } from "effect"
 import type { Scope } from "effect"
 import * as Path from "node:path"
 import * as Zlib from "node:zlib"
+import { scripted } from "../elicitation-support.js"
 import type { FixtureCommand } from "../fixtures/fixtures.js"
 import { repoRoot } from "../fixtures/fixtures.js"
-import { scripted } from "../elicitation-support.js"
 import { spawnServer } from "../http-support.js"
 
 /** The demo server's entry point. */
 export const demoScript = Path.join(repoRoot, "scripts", "demo-server.ts")
 
 /** `node --import tsx scripts/demo-server.ts ARGS…` from the repository root. */
-export const demoCommand = (env?: Readonly<Record<string, string>>, args: ReadonlyArray<string> = []): FixtureCommand => ({
+export const demoCommand = (
+  env?: Readonly<Record<string, string>>,
+  args: ReadonlyArray<string> = []
+): FixtureCommand => ({
   command: process.execPath,
   args: ["--import", "tsx", demoScript, ...args],
   cwd: repoRoot,

@@ -190,7 +190,9 @@ layer(Demo, { excludeTestServices: true })("demo server over stdio", (it) => {
       // Darker towards the bottom (by a quarter).
       assert.deepStrictEqual(png.pixel(0, 19), [191, 0, 0])
 
-      const defaults = decodePng((expectMedia((yield* client.callTool("gradient_png", {})).result).items[0] as { data: Uint8Array }).data)
+      const defaults = decodePng(
+        (expectMedia((yield* client.callTool("gradient_png", {})).result).items[0] as { data: Uint8Array }).data
+      )
       assert.deepStrictEqual([defaults.width, defaults.height], [256, 128])
 
       const bad = yield* client.callTool("gradient_png", { from: "red" })
@@ -284,10 +286,16 @@ layer(Demo, { excludeTestServices: true })("demo server over stdio", (it) => {
       const fiber = yield* client.callTool("long_job", { steps: 1000, intervalMs: 30 }, {
         onTaskStatus: (p) => Effect.sync(() => void statuses.push(p))
       }).pipe(Effect.fork)
-      yield* eventually(() => statuses.some((s) => /^step \d+ of 1000$/.test(s.statusMessage ?? "")), "a step was reported")
+      yield* eventually(
+        () => statuses.some((s) => /^step \d+ of 1000$/.test(s.statusMessage ?? "")),
+        "a step was reported"
+      )
       yield* Fiber.interrupt(fiber)
       const taskId = statuses[0]!.taskId
-      yield* eventually(() => records("long_job_cancelled").some((r) => r.taskId === taskId), "the job saw the cancellation")
+      yield* eventually(
+        () => records("long_job_cancelled").some((r) => r.taskId === taskId),
+        "the job saw the cancellation"
+      )
       const cancelled = records("long_job_cancelled").find((r) => r.taskId === taskId)!
       assert.strictEqual(cancelled.via, "tasks/cancel")
       assert.isAtLeast(cancelled.step as number, 1)
@@ -314,12 +322,15 @@ layer(Demo, { excludeTestServices: true })("demo server over stdio", (it) => {
         (n) => n.method === "notifications/progress" && paramsOf(n).progressToken === "demo-progress-1",
         "four progress notifications"
       )
-      assert.deepStrictEqual(progress.map((n) => plain(n.params)), [1, 2, 3, 4].map((step) => ({
-        progressToken: "demo-progress-1",
-        progress: step,
-        total: 4,
-        message: `step ${step} of 4`
-      })))
+      assert.deepStrictEqual(
+        progress.map((n) => plain(n.params)),
+        [1, 2, 3, 4].map((step) => ({
+          progressToken: "demo-progress-1",
+          progress: step,
+          total: 4,
+          message: `step ${step} of 4`
+        }))
+      )
     }))
 
   it.scoped("long_job as a plain call, interrupted: the client sends notifications/cancelled and the job stops", () =>
@@ -342,7 +353,10 @@ layer(Demo, { excludeTestServices: true })("demo server over stdio", (it) => {
       const started = records("long_job_started").find((r) => !before.has(r.taskId))
       assert.isDefined(started)
       const taskId = started!.taskId
-      yield* eventually(() => records("long_job_cancelled").some((r) => r.taskId === taskId), "the job saw the cancellation")
+      yield* eventually(
+        () => records("long_job_cancelled").some((r) => r.taskId === taskId),
+        "the job saw the cancellation"
+      )
       const cancelled = records("long_job_cancelled").find((r) => r.taskId === taskId)!
       assert.strictEqual(cancelled.via, "notifications/cancelled")
       assert.isBelow(cancelled.step as number, 1000)
@@ -358,23 +372,68 @@ layer(Demo, { excludeTestServices: true })("demo server over stdio", (it) => {
       assert.strictEqual(form.message, "Who are you?")
       assert.isFalse(form.confirmation)
       assert.deepStrictEqual(plain(form.fields), [
-        { name: "name", title: "Name", description: "What should we call you?", required: true, masked: false, kind: "string", minLength: 1, maxLength: 80 },
-        { name: "age", title: "Age", description: "In years", required: true, masked: false, kind: "integer", minimum: 0, maximum: 150 },
-        { name: "height", title: "Height", description: "In metres", required: false, masked: false, kind: "number", minimum: 0.3, maximum: 3, default: 1.7 },
-        { name: "newsletter", title: "Newsletter", description: "Subscribe to the (imaginary) newsletter", required: false, masked: false, kind: "boolean", default: false },
+        {
+          name: "name",
+          title: "Name",
+          description: "What should we call you?",
+          required: true,
+          masked: false,
+          kind: "string",
+          minLength: 1,
+          maxLength: 80
+        },
+        {
+          name: "age",
+          title: "Age",
+          description: "In years",
+          required: true,
+          masked: false,
+          kind: "integer",
+          minimum: 0,
+          maximum: 150
+        },
+        {
+          name: "height",
+          title: "Height",
+          description: "In metres",
+          required: false,
+          masked: false,
+          kind: "number",
+          minimum: 0.3,
+          maximum: 3,
+          default: 1.7
+        },
+        {
+          name: "newsletter",
+          title: "Newsletter",
+          description: "Subscribe to the (imaginary) newsletter",
+          required: false,
+          masked: false,
+          kind: "boolean",
+          default: false
+        },
         {
           name: "colour",
           title: "Favourite colour",
           required: false,
           masked: false,
           kind: "enum",
-          choices: [{ value: "red", title: "Red" }, { value: "green", title: "Green" }, { value: "blue", title: "Blue" }],
+          choices: [{ value: "red", title: "Red" }, { value: "green", title: "Green" }, {
+            value: "blue",
+            title: "Blue"
+          }],
           default: "blue"
         }
       ])
       const [head, json] = textOf(outcome).split("\n")
       assert.strictEqual(head, "fill_form: accept")
-      assert.deepStrictEqual(JSON.parse(json!), { name: "Ada", age: 36, height: 1.7, newsletter: false, colour: "green" })
+      assert.deepStrictEqual(JSON.parse(json!), {
+        name: "Ada",
+        age: 36,
+        height: 1.7,
+        newsletter: false,
+        colour: "green"
+      })
       const answer = records("answer").filter((r) => r.tool === "fill_form").at(-1)
       assert.deepStrictEqual(answer?.keys, ["name", "age", "height", "newsletter", "colour"])
     }))
@@ -398,9 +457,15 @@ layer(Demo, { excludeTestServices: true })("demo server over stdio", (it) => {
       assert.isTrue(form.confirmation)
       assert.deepStrictEqual(form.fields, [])
       assert.strictEqual(form.message, "Really launch the rocket?")
-      assert.strictEqual(textOf(yes), "confirm_action: confirmed; would launch the rocket now (nothing was done: this is a demo)")
+      assert.strictEqual(
+        textOf(yes),
+        "confirm_action: confirmed; would launch the rocket now (nothing was done: this is a demo)"
+      )
       script.state.reset(() => Effect.succeed({ action: "decline" }))
-      assert.strictEqual(textOf(yield* client.callTool("confirm_action", {})), "confirm_action: declined; did not delete the demo files")
+      assert.strictEqual(
+        textOf(yield* client.callTool("confirm_action", {})),
+        "confirm_action: declined; did not delete the demo files"
+      )
       script.state.reset(() => Effect.succeed({ action: "cancel" }))
       assert.strictEqual(textOf(yield* client.callTool("confirm_action", {})), "confirm_action: cancelled")
     }))
@@ -422,7 +487,10 @@ layer(Demo, { excludeTestServices: true })("demo server over stdio", (it) => {
       assert.match(request.url, /^http:\/\/127\.0\.0\.1:\d+\/elicit\/[\w-]+$/)
       // The server told the client the flow is complete.
       yield* request.completed.pipe(
-        Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("no notifications/elicitation/complete") }),
+        Effect.timeoutFail({
+          duration: "10 seconds",
+          onTimeout: () => new Error("no notifications/elicitation/complete")
+        }),
         Effect.orDie
       )
       const visit = (yield* Effect.promise(() => visits[0]!)) as Awaited<ReturnType<typeof fillInPage>>
@@ -477,52 +545,77 @@ layer(Demo, { excludeTestServices: true })("demo server over stdio", (it) => {
 // --- connections of their own ----------------------------------------------------------------
 
 describe("demo server: other clients", () => {
-  it.scopedLive("a form-only client gets set_api_key as a masked form field named token; no ticks by default", () =>
-    Effect.gen(function*() {
-      const own = tempFile("demo-form")
-      const formOnly = scripted(false, () => Effect.succeed({ action: "accept", content: { token: "form-key-123" } }))
-      const capture = makeLogCapture()
-      const client = yield* StdioTransport.client(
-        stdioOptions({ DEMO_RECORD_FILE: own, DEMO_EXPECTED_API_KEY: "form-key-123" }),
-        clientOptions
-      ).pipe(Effect.provideService(Elicitation.ElicitationHandler, formOnly.handler), capture.provide)
-      const outcome = yield* client.callTool("set_api_key", {})
-      const form = onlyForm(formOnly.state.requests)
-      assert.deepStrictEqual(plain(form.fields), [
-        { name: "token", title: "API key for the demo service", required: true, masked: true, kind: "string", minLength: 1 }
-      ])
-      assert.strictEqual(textOf(outcome), "set_api_key: received a key of 12 characters for the demo service (a demo: it is not stored)")
-      const answer = readRecords(own).find((r) => r.event === "answer")
-      assert.deepStrictEqual({ action: answer?.action, matched: answer?.matched }, { action: "accept", matched: true })
-      const initialized = readRecords(own).find((r) => r.event === "initialized")
-      assert.deepStrictEqual((initialized?.capabilities as Record<string, unknown>).elicitation, { form: {} })
-      assert.isTrue(capture.withTag("stderr").some((l) => l.includes("ticks off")))
-    }), { timeout: 60_000 })
+  it.scopedLive(
+    "a form-only client gets set_api_key as a masked form field named token; no ticks by default",
+    () =>
+      Effect.gen(function*() {
+        const own = tempFile("demo-form")
+        const formOnly = scripted(false, () => Effect.succeed({ action: "accept", content: { token: "form-key-123" } }))
+        const capture = makeLogCapture()
+        const client = yield* StdioTransport.client(
+          stdioOptions({ DEMO_RECORD_FILE: own, DEMO_EXPECTED_API_KEY: "form-key-123" }),
+          clientOptions
+        ).pipe(Effect.provideService(Elicitation.ElicitationHandler, formOnly.handler), capture.provide)
+        const outcome = yield* client.callTool("set_api_key", {})
+        const form = onlyForm(formOnly.state.requests)
+        assert.deepStrictEqual(plain(form.fields), [
+          {
+            name: "token",
+            title: "API key for the demo service",
+            required: true,
+            masked: true,
+            kind: "string",
+            minLength: 1
+          }
+        ])
+        assert.strictEqual(
+          textOf(outcome),
+          "set_api_key: received a key of 12 characters for the demo service (a demo: it is not stored)"
+        )
+        const answer = readRecords(own).find((r) => r.event === "answer")
+        assert.deepStrictEqual({ action: answer?.action, matched: answer?.matched }, {
+          action: "accept",
+          matched: true
+        })
+        const initialized = readRecords(own).find((r) => r.event === "initialized")
+        assert.deepStrictEqual((initialized?.capabilities as Record<string, unknown>).elicitation, { form: {} })
+        assert.isTrue(capture.withTag("stderr").some((l) => l.includes("ticks off")))
+      }),
+    { timeout: 60_000 }
+  )
 
-  it.scopedLive("without an elicitation handler the elicitation tools answer isError, saying why", () =>
-    Effect.gen(function*() {
-      const client = yield* StdioTransport.client(stdioOptions({}), clientOptions).pipe(makeLogCapture().provide)
-      for (const tool of ["fill_form", "confirm_action", "set_api_key"]) {
-        const outcome = yield* client.callTool(tool, {})
-        assert.isTrue(outcome.wire.isError, tool)
-        assert.include(textOf(outcome), `${tool}: `)
-        assert.match(textOf(outcome), /form elicitation/)
-      }
-    }), { timeout: 60_000 })
+  it.scopedLive(
+    "without an elicitation handler the elicitation tools answer isError, saying why",
+    () =>
+      Effect.gen(function*() {
+        const client = yield* StdioTransport.client(stdioOptions({}), clientOptions).pipe(makeLogCapture().provide)
+        for (const tool of ["fill_form", "confirm_action", "set_api_key"]) {
+          const outcome = yield* client.callTool(tool, {})
+          assert.isTrue(outcome.wire.isError, tool)
+          assert.include(textOf(outcome), `${tool}: `)
+          assert.match(textOf(outcome), /form elicitation/)
+        }
+      }),
+    { timeout: 60_000 }
+  )
 
-  it.scopedLive("logging/setLevel is honoured: at warning, the info line of a call is not sent", () =>
-    Effect.gen(function*() {
-      const capture = makeLogCapture()
-      const client = yield* StdioTransport.client(stdioOptions({}), clientOptions).pipe(capture.provide)
-      yield* client.callTool("echo", { message: "one" })
-      assert.include(capture.withTag("info"), "demo: echo called: 3 characters")
-      yield* client.request("logging/setLevel", { level: "warning" })
-      yield* client.callTool("echo", { message: "two!" })
-      assert.notInclude(capture.withTag("info"), "demo: echo called: 4 characters")
-      yield* client.request("logging/setLevel", { level: "info" })
-      yield* client.callTool("echo", { message: "three" })
-      assert.include(capture.withTag("info"), "demo: echo called: 5 characters")
-    }), { timeout: 60_000 })
+  it.scopedLive(
+    "logging/setLevel is honoured: at warning, the info line of a call is not sent",
+    () =>
+      Effect.gen(function*() {
+        const capture = makeLogCapture()
+        const client = yield* StdioTransport.client(stdioOptions({}), clientOptions).pipe(capture.provide)
+        yield* client.callTool("echo", { message: "one" })
+        assert.include(capture.withTag("info"), "demo: echo called: 3 characters")
+        yield* client.request("logging/setLevel", { level: "warning" })
+        yield* client.callTool("echo", { message: "two!" })
+        assert.notInclude(capture.withTag("info"), "demo: echo called: 4 characters")
+        yield* client.request("logging/setLevel", { level: "info" })
+        yield* client.callTool("echo", { message: "three" })
+        assert.include(capture.withTag("info"), "demo: echo called: 5 characters")
+      }),
+    { timeout: 60_000 }
+  )
 
   it.scopedLive("an unknown tool is McpUnknownTool listing the demo's tools", () =>
     Effect.gen(function*() {
@@ -539,39 +632,49 @@ describe("demo server: other clients", () => {
 const rawGet = (url: string, host: string): Promise<number> =>
   new Promise((resolve, reject) => {
     const u = new URL(url)
-    const req = Http.request({ hostname: u.hostname, port: u.port, path: u.pathname, method: "GET", headers: { host } }, (res) => {
-      res.resume()
-      resolve(res.statusCode ?? 0)
-    })
+    const req = Http.request(
+      { hostname: u.hostname, port: u.port, path: u.pathname, method: "GET", headers: { host } },
+      (res) => {
+        res.resume()
+        resolve(res.statusCode ?? 0)
+      }
+    )
     req.on("error", reject)
     req.end()
   })
 
 describe("demo server over Streamable HTTP", () => {
-  it.scopedLive("--http --port 0: prints its URL, lists tools, answers a call, streams events and logs", () =>
-    Effect.gen(function*() {
-      const running = yield* startDemoHttp(["--tick-seconds", "0.2"])
-      assert.include(running.stderr(), "over Streamable HTTP")
-      const capture = makeLogCapture()
-      // The HTTP client layer lives as long as the test's scope (connectHttp builds it there).
-      const client = yield* connectHttp("demo-http", running.url, { client: clientOptions }).pipe(capture.provide)
-      const events = yield* collect(client.events)
-      assert.deepStrictEqual((yield* client.tools).map((t) => t.name), TOOL_NAMES)
-      assert.strictEqual(textOf(yield* client.callTool("echo", { message: "over http" })), "over http")
-      const structured = yield* client.callTool("word_stats", { text: "a b a" })
-      assert.deepStrictEqual(expectJson(structured.result).value, {
-        characters: 5,
-        words: 3,
-        lines: 1,
-        longestWord: "a",
-        topWords: [{ word: "a", count: 2 }, { word: "b", count: 1 }]
-      })
-      const tick = yield* takeMatching(events, 1, (n) => n.method === "event/demo_tick", "a tick over HTTP")
-      assert.isNumber(paramsOf(tick[0]!).seq)
-      yield* eventually(() => capture.withTag("info").includes("demo: echo called: 9 characters"), "the log line")
-      // The long job as a task works over HTTP too.
-      assert.strictEqual(textOf(yield* client.callTool("long_job", { steps: 2, intervalMs: 20 })), "long_job: done, 2 steps of 20 ms")
-    }), { timeout: 60_000 })
+  it.scopedLive(
+    "--http --port 0: prints its URL, lists tools, answers a call, streams events and logs",
+    () =>
+      Effect.gen(function*() {
+        const running = yield* startDemoHttp(["--tick-seconds", "0.2"])
+        assert.include(running.stderr(), "over Streamable HTTP")
+        const capture = makeLogCapture()
+        // The HTTP client layer lives as long as the test's scope (connectHttp builds it there).
+        const client = yield* connectHttp("demo-http", running.url, { client: clientOptions }).pipe(capture.provide)
+        const events = yield* collect(client.events)
+        assert.deepStrictEqual((yield* client.tools).map((t) => t.name), TOOL_NAMES)
+        assert.strictEqual(textOf(yield* client.callTool("echo", { message: "over http" })), "over http")
+        const structured = yield* client.callTool("word_stats", { text: "a b a" })
+        assert.deepStrictEqual(expectJson(structured.result).value, {
+          characters: 5,
+          words: 3,
+          lines: 1,
+          longestWord: "a",
+          topWords: [{ word: "a", count: 2 }, { word: "b", count: 1 }]
+        })
+        const tick = yield* takeMatching(events, 1, (n) => n.method === "event/demo_tick", "a tick over HTTP")
+        assert.isNumber(paramsOf(tick[0]!).seq)
+        yield* eventually(() => capture.withTag("info").includes("demo: echo called: 9 characters"), "the log line")
+        // The long job as a task works over HTTP too.
+        assert.strictEqual(
+          textOf(yield* client.callTool("long_job", { steps: 2, intervalMs: 20 })),
+          "long_job: done, 2 steps of 20 ms"
+        )
+      }),
+    { timeout: 60_000 }
+  )
 
   it.scopedLive("refuses a foreign Host header and paths other than /mcp", () =>
     Effect.gen(function*() {
@@ -579,7 +682,10 @@ describe("demo server over Streamable HTTP", () => {
       const port = new URL(running.url).port
       assert.strictEqual(yield* Effect.promise(() => rawGet(running.url, "evil.example")), 403)
       assert.strictEqual(yield* Effect.promise(() => rawGet(running.url, `evil.example:${port}`)), 403)
-      assert.strictEqual(yield* Effect.promise(() => rawGet(running.url.replace("/mcp", "/other"), `127.0.0.1:${port}`)), 404)
+      assert.strictEqual(
+        yield* Effect.promise(() => rawGet(running.url.replace("/mcp", "/other"), `127.0.0.1:${port}`)),
+        404
+      )
       // A GET without a session is a protocol error, not a crash.
       assert.strictEqual(yield* Effect.promise(() => rawGet(running.url, `127.0.0.1:${port}`)), 400)
     }), { timeout: 60_000 })
@@ -608,7 +714,9 @@ describe("demo server: command line", () => {
   it("--help prints usage (flags, env, tools) on stdout and exits 0", async () => {
     const r = await run(["--import", "tsx", demoScript, "--help"])
     assert.strictEqual(r.status, 0, r.stderr)
-    for (const needle of ["--http", "--port", "--tick-seconds", "DEMO_TICK_SECONDS", "DEMO_RECORD_FILE", ...TOOL_NAMES]) {
+    for (
+      const needle of ["--http", "--port", "--tick-seconds", "DEMO_TICK_SECONDS", "DEMO_RECORD_FILE", ...TOOL_NAMES]
+    ) {
       assert.include(r.stdout, needle)
     }
   })
@@ -637,7 +745,10 @@ describe("demo server: command line", () => {
       words: 6,
       lines: 1,
       longestWord: "not",
-      topWords: [{ word: "be", count: 2 }, { word: "to", count: 2 }, { word: "not", count: 1 }, { word: "or", count: 1 }]
+      topWords: [{ word: "be", count: 2 }, { word: "to", count: 2 }, { word: "not", count: 1 }, {
+        word: "or",
+        count: 1
+      }]
     })
   })
 })

@@ -63,7 +63,11 @@ export const readCreds = (dir: string): Creds => JSON.parse(fs.readFileSync(cred
 export const fileMode = (file: string): number => fs.statSync(file).mode & 0o777
 
 /** `node --import tsx scripts/gcal-server.ts` against the stand-in, with the secrets in `dir`. */
-export const serverCommand = (google: GoogleStandIn, dir: string, env: Readonly<Record<string, string>> = {}): FixtureCommand => ({
+export const serverCommand = (
+  google: GoogleStandIn,
+  dir: string,
+  env: Readonly<Record<string, string>> = {}
+): FixtureCommand => ({
   command: process.execPath,
   args: ["--import", "tsx", serverScript],
   cwd: repoRoot,
@@ -71,7 +75,9 @@ export const serverCommand = (google: GoogleStandIn, dir: string, env: Readonly<
 })
 
 /** Every pushed (non-protocol) notification the client receives from now on, as it arrives. */
-export const collectEvents = (client: McpClient.Service): Effect.Effect<Array<JsonRpc.Notification>, never, Scope.Scope> =>
+export const collectEvents = (
+  client: McpClient.Service
+): Effect.Effect<Array<JsonRpc.Notification>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const seen: Array<JsonRpc.Notification> = []
     yield* client.events.pipe(
@@ -131,7 +137,10 @@ export const runScript = (
           stderr: () => err,
           exitCode: () => code,
           exited: Effect.promise(() => exited).pipe(
-            Effect.timeoutFail({ duration: "30 seconds", onTimeout: () => new Error(`${script} did not exit; stderr:\n${err}`) }),
+            Effect.timeoutFail({
+              duration: "30 seconds",
+              onTimeout: () => new Error(`${script} did not exit; stderr:\n${err}`)
+            }),
             Effect.orDie
           )
         } satisfies Child
@@ -146,7 +155,11 @@ export const runScript = (
 /** The consent URL the setup printed, once it has. */
 export const awaitConsentUrl = (child: Child, authUrl: string) =>
   Effect.gen(function*() {
-    yield* eventually(() => child.stderr().includes(authUrl) || child.exitCode() !== undefined, "the consent URL", "30 seconds")
+    yield* eventually(
+      () => child.stderr().includes(authUrl) || child.exitCode() !== undefined,
+      "the consent URL",
+      "30 seconds"
+    )
     const line = child.stderr().split("\n").map((l) => l.trim()).find((l) => l.startsWith(authUrl))
     if (line === undefined) return assert.fail(`no consent URL printed; stderr:\n${child.stderr()}`)
     return new URL(line)

@@ -29,7 +29,9 @@ import {
 } from "./gcal-support.js"
 import { CALENDAR_SCOPE, type GoogleStandIn, type RecordedRequest, TEAM_CALENDAR, USER } from "./google-standin.js"
 
-class Google extends Context.Tag("test/gcal/Google")<Google, { readonly google: GoogleStandIn; readonly dir: string }>() {}
+class Google
+  extends Context.Tag("test/gcal/Google")<Google, { readonly google: GoogleStandIn; readonly dir: string }>()
+{}
 
 /** One server for the tool tests: stand-in pages of 2 events and 1 calendar, polling off. */
 const toolsLayer = Layer.unwrapScoped(
@@ -56,7 +58,11 @@ const call = (name: string, args: Record<string, unknown> = {}) =>
   })
 
 const only = (requests: ReadonlyArray<RecordedRequest>): RecordedRequest => {
-  assert.strictEqual(requests.length, 1, `expected one request, got ${JSON.stringify(requests.map((r) => `${r.method} ${r.path}`))}`)
+  assert.strictEqual(
+    requests.length,
+    1,
+    `expected one request, got ${JSON.stringify(requests.map((r) => `${r.method} ${r.path}`))}`
+  )
   return requests[0]!
 }
 
@@ -77,14 +83,25 @@ layer(toolsLayer, { excludeTestServices: true })("gcal tools", (it) => {
         "delete_event",
         "respond_to_event"
       ])
-      const props = (name: string) => Object.keys(tools.find((t) => t.name === name)!.inputSchema.properties ?? {}).sort()
-      const required = (name: string) => [...((tools.find((t) => t.name === name)!.inputSchema.required as Array<string> | undefined) ?? [])].sort()
-      assert.deepStrictEqual(props("list_events"), ["calendar_id", "end_time", "full_text", "max_results", "start_time", "time_zone"])
+      const props = (name: string) =>
+        Object.keys(tools.find((t) => t.name === name)!.inputSchema.properties ?? {}).sort()
+      const required = (name: string) =>
+        [...((tools.find((t) => t.name === name)!.inputSchema.required as Array<string> | undefined) ?? [])].sort()
+      assert.deepStrictEqual(props("list_events"), [
+        "calendar_id",
+        "end_time",
+        "full_text",
+        "max_results",
+        "start_time",
+        "time_zone"
+      ])
       assert.deepStrictEqual(required("list_events"), [])
       assert.deepStrictEqual(required("create_event"), ["end", "start", "summary"])
       assert.deepStrictEqual(required("update_event"), ["event_id"])
       assert.deepStrictEqual(required("respond_to_event"), ["event_id", "response"])
-      const response = (tools.find((t) => t.name === "respond_to_event")!.inputSchema.properties as Record<string, { enum?: Array<string> }>).response
+      const response = (tools.find((t) =>
+        t.name === "respond_to_event"
+      )!.inputSchema.properties as Record<string, { enum?: Array<string> }>).response
       assert.deepStrictEqual(response?.enum, ["accepted", "declined", "tentative", "needsAction"])
     }))
 
@@ -111,29 +128,60 @@ layer(toolsLayer, { excludeTestServices: true })("gcal tools", (it) => {
     Effect.gen(function*() {
       const { google } = yield* Google
       for (let day = 1; day <= 5; day++) {
-        google.addEvent(TEAM_CALENDAR, { summary: `Standup ${day}`, start: { dateTime: `2031-05-0${day}T09:00:00Z` }, end: { dateTime: `2031-05-0${day}T09:15:00Z` } })
+        google.addEvent(TEAM_CALENDAR, {
+          summary: `Standup ${day}`,
+          start: { dateTime: `2031-05-0${day}T09:00:00Z` },
+          end: { dateTime: `2031-05-0${day}T09:15:00Z` }
+        })
       }
-      google.addEvent(TEAM_CALENDAR, { summary: "Too late", start: { dateTime: "2031-06-01T09:00:00Z" }, end: { dateTime: "2031-06-01T10:00:00Z" } })
+      google.addEvent(TEAM_CALENDAR, {
+        summary: "Too late",
+        start: { dateTime: "2031-06-01T09:00:00Z" },
+        end: { dateTime: "2031-06-01T10:00:00Z" }
+      })
       const { result, requests } = yield* during(
         google,
-        call("list_events", { calendar_id: TEAM_CALENDAR, start_time: "2031-05-01T00:00:00Z", end_time: "2031-05-31T00:00:00Z", max_results: 4 })
+        call("list_events", {
+          calendar_id: TEAM_CALENDAR,
+          start_time: "2031-05-01T00:00:00Z",
+          end_time: "2031-05-31T00:00:00Z",
+          max_results: 4
+        })
       )
       assert.isFalse(result.isError, result.text)
       const path = `/calendars/${TEAM_CALENDAR}/events`
-      const query = { timeMin: "2031-05-01T00:00:00Z", timeMax: "2031-05-31T00:00:00Z", singleEvents: "true", orderBy: "startTime" }
+      const query = {
+        timeMin: "2031-05-01T00:00:00Z",
+        timeMax: "2031-05-31T00:00:00Z",
+        singleEvents: "true",
+        orderBy: "startTime"
+      }
       assert.deepStrictEqual(requests.map((r) => [r.method, r.path, r.query]), [
         ["GET", path, { ...query, maxResults: "4" }],
         ["GET", path, { ...query, maxResults: "2", pageToken: "standin-page-2" }]
       ])
       const titles = result.text.split("\n").filter((l) => l.startsWith("Standup") || l.startsWith("Too late"))
       assert.deepStrictEqual(titles, ["Standup 1", "Standup 2", "Standup 3", "Standup 4"])
-      assert.match(result.text, /^4 events in Team \(team#work@group\.calendar\.google\.com\) from 2031-05-01T00:00:00Z to 2031-05-31T00:00:00Z:/)
+      assert.match(
+        result.text,
+        /^4 events in Team \(team#work@group\.calendar\.google\.com\) from 2031-05-01T00:00:00Z to 2031-05-31T00:00:00Z:/
+      )
       assert.include(result.text, "when: 2031-05-01T09:00:00Z – 2031-05-01T09:15:00Z")
       assert.include(result.text, "More events match")
 
       // All five fit: three pages, no "more".
-      const all = yield* during(google, call("list_events", { calendar_id: TEAM_CALENDAR, start_time: "2031-05-01T00:00:00Z", end_time: "2031-05-31T00:00:00Z" }))
-      assert.deepStrictEqual(all.requests.map((r) => [r.query.maxResults, r.query.pageToken]), [["25", undefined], ["23", "standin-page-2"], ["21", "standin-page-4"]])
+      const all = yield* during(
+        google,
+        call("list_events", {
+          calendar_id: TEAM_CALENDAR,
+          start_time: "2031-05-01T00:00:00Z",
+          end_time: "2031-05-31T00:00:00Z"
+        })
+      )
+      assert.deepStrictEqual(all.requests.map((r) => [r.query.maxResults, r.query.pageToken]), [["25", undefined], [
+        "23",
+        "standin-page-2"
+      ], ["21", "standin-page-4"]])
       assert.include(all.result.text, "Standup 5")
       assert.notInclude(all.result.text, "More events match")
     }))
@@ -141,11 +189,25 @@ layer(toolsLayer, { excludeTestServices: true })("gcal tools", (it) => {
   it.effect("list_events: full_text is q, time_zone reads date bounds in that zone, start_time defaults to now", () =>
     Effect.gen(function*() {
       const { google } = yield* Google
-      google.addEvent("primary", { summary: "Dentist", location: "Rue de Rivoli", start: timed("2032-03-10T10:00:00+01:00"), end: timed("2032-03-10T11:00:00+01:00") })
-      google.addEvent("primary", { summary: "Lunch", start: timed("2032-03-10T12:00:00+01:00"), end: timed("2032-03-10T13:00:00+01:00") })
+      google.addEvent("primary", {
+        summary: "Dentist",
+        location: "Rue de Rivoli",
+        start: timed("2032-03-10T10:00:00+01:00"),
+        end: timed("2032-03-10T11:00:00+01:00")
+      })
+      google.addEvent("primary", {
+        summary: "Lunch",
+        start: timed("2032-03-10T12:00:00+01:00"),
+        end: timed("2032-03-10T13:00:00+01:00")
+      })
       const { result, requests } = yield* during(
         google,
-        call("list_events", { start_time: "2032-03-10", end_time: "2032-03-11", full_text: "rivoli", time_zone: "Europe/Paris" })
+        call("list_events", {
+          start_time: "2032-03-10",
+          end_time: "2032-03-11",
+          full_text: "rivoli",
+          time_zone: "Europe/Paris"
+        })
       )
       assert.deepStrictEqual(only(requests).query, {
         timeMin: "2032-03-10T00:00:00+01:00",
@@ -163,14 +225,20 @@ layer(toolsLayer, { excludeTestServices: true })("gcal tools", (it) => {
       assert.notInclude(result.text, "Lunch")
 
       // A summer date in the same zone is two hours ahead of UTC.
-      const summer = yield* during(google, call("list_events", { start_time: "2032-07-01T08:30", time_zone: "Europe/Paris" }))
+      const summer = yield* during(
+        google,
+        call("list_events", { start_time: "2032-07-01T08:30", time_zone: "Europe/Paris" })
+      )
       assert.strictEqual(only(summer.requests).query.timeMin, "2032-07-01T08:30:00+02:00")
 
       const before = Date.now()
       const defaulted = yield* during(google, call("list_events", { full_text: "nothing matches this" }))
       const timeMin = Date.parse(only(defaulted.requests).query.timeMin!)
       assert.isTrue(timeMin >= before - 1000 && timeMin <= Date.now(), only(defaulted.requests).query.timeMin)
-      assert.match(defaulted.result.text, /^No events in me@example\.com \(primary\) from .* matching "nothing matches this"\.$/)
+      assert.match(
+        defaulted.result.text,
+        /^No events in me@example\.com \(primary\) from .* matching "nothing matches this"\.$/
+      )
     }))
 
   it.effect("list_events refuses a bound it cannot read, before asking Google", () =>
@@ -194,10 +262,17 @@ layer(toolsLayer, { excludeTestServices: true })("gcal tools", (it) => {
         start: timed("2033-01-05T14:00:00+01:00"),
         end: timed("2033-01-05T15:30:00+01:00"),
         organizer: { email: "boss@example.com" },
-        attendees: [{ email: USER, self: true, responseStatus: "accepted" }, { email: "boss@example.com", organizer: true, responseStatus: "accepted" }]
+        attendees: [{ email: USER, self: true, responseStatus: "accepted" }, {
+          email: "boss@example.com",
+          organizer: true,
+          responseStatus: "accepted"
+        }]
       })
       const { result, requests } = yield* during(google, call("get_event", { event_id: event.id }))
-      assert.deepStrictEqual([only(requests).method, only(requests).path], ["GET", `/calendars/primary/events/${event.id as string}`])
+      assert.deepStrictEqual([only(requests).method, only(requests).path], [
+        "GET",
+        `/calendars/primary/events/${event.id as string}`
+      ])
       assert.strictEqual(
         result.text,
         [
@@ -258,17 +333,38 @@ layer(toolsLayer, { excludeTestServices: true })("gcal tools", (it) => {
   it.effect("create_event: two dates make an all-day event (one day when they are equal); only what was given is sent", () =>
     Effect.gen(function*() {
       const { google } = yield* Google
-      const oneDay = yield* during(google, call("create_event", { summary: "Holiday", start: "2034-08-15", end: "2034-08-15", calendar_id: TEAM_CALENDAR }))
+      const oneDay = yield* during(
+        google,
+        call("create_event", { summary: "Holiday", start: "2034-08-15", end: "2034-08-15", calendar_id: TEAM_CALENDAR })
+      )
       assert.strictEqual(only(oneDay.requests).path, `/calendars/${TEAM_CALENDAR}/events`)
-      assert.deepStrictEqual(only(oneDay.requests).body, { summary: "Holiday", start: { date: "2034-08-15" }, end: { date: "2034-08-16" } })
+      assert.deepStrictEqual(only(oneDay.requests).body, {
+        summary: "Holiday",
+        start: { date: "2034-08-15" },
+        end: { date: "2034-08-16" }
+      })
       assert.include(oneDay.result.text, "when: 2034-08-15 (all day)")
 
-      const trip = yield* during(google, call("create_event", { summary: "Trip", start: "2034-08-20", end: "2034-08-23" }))
-      assert.deepStrictEqual(only(trip.requests).body, { summary: "Trip", start: { date: "2034-08-20" }, end: { date: "2034-08-23" } })
+      const trip = yield* during(
+        google,
+        call("create_event", { summary: "Trip", start: "2034-08-20", end: "2034-08-23" })
+      )
+      assert.deepStrictEqual(only(trip.requests).body, {
+        summary: "Trip",
+        start: { date: "2034-08-20" },
+        end: { date: "2034-08-23" }
+      })
       assert.include(trip.result.text, "when: 2034-08-20 – 2034-08-22 (all day)")
 
-      const utc = yield* during(google, call("create_event", { summary: "Call", start: "2034-09-01T15:00:00Z", end: "2034-09-01T15:20:00+00:00" }))
-      assert.deepStrictEqual(only(utc.requests).body, { summary: "Call", start: { dateTime: "2034-09-01T15:00:00Z" }, end: { dateTime: "2034-09-01T15:20:00+00:00" } })
+      const utc = yield* during(
+        google,
+        call("create_event", { summary: "Call", start: "2034-09-01T15:00:00Z", end: "2034-09-01T15:20:00+00:00" })
+      )
+      assert.deepStrictEqual(only(utc.requests).body, {
+        summary: "Call",
+        start: { dateTime: "2034-09-01T15:00:00Z" },
+        end: { dateTime: "2034-09-01T15:20:00+00:00" }
+      })
     }))
 
   it.effect("create_event refuses mixed, reversed or offset-less times without calling Google", () =>
@@ -279,7 +375,10 @@ layer(toolsLayer, { excludeTestServices: true })("gcal tools", (it) => {
         [{ start: "2034-01-01T10:00:00Z", end: "2034-01-01T09:00:00Z" }, "Error: end must be after start"],
         [{ start: "2034-01-01T10:00:00", end: "2034-01-01T11:00:00" }, "Error: start has no UTC offset"],
         [{ start: "2034-02-30", end: "2034-03-01" }, "Error: start is not a real date or time"],
-        [{ start: "2034-01-01T10:00:00Z", end: "2034-01-01T11:00:00Z", recurrence: ["RRULE:FREQ=DAILY"] }, "Error: a recurring timed event needs time_zone"]
+        [
+          { start: "2034-01-01T10:00:00Z", end: "2034-01-01T11:00:00Z", recurrence: ["RRULE:FREQ=DAILY"] },
+          "Error: a recurring timed event needs time_zone"
+        ]
       ]
       for (const [args, message] of cases) {
         const { result, requests } = yield* during(google, call("create_event", { summary: "x", ...args }))
@@ -300,7 +399,10 @@ layer(toolsLayer, { excludeTestServices: true })("gcal tools", (it) => {
         end: timed("2035-04-01T10:00:00+02:00")
       })
       const id = event.id as string
-      const { result, requests } = yield* during(google, call("update_event", { event_id: id, summary: "New title", location: "" }))
+      const { result, requests } = yield* during(
+        google,
+        call("update_event", { event_id: id, summary: "New title", location: "" })
+      )
       assert.isFalse(result.isError, result.text)
       const request = only(requests)
       assert.deepStrictEqual([request.method, request.path], ["PATCH", `/calendars/primary/events/${id}`])
@@ -310,13 +412,27 @@ layer(toolsLayer, { excludeTestServices: true })("gcal tools", (it) => {
       assert.deepStrictEqual(stored.start, timed("2035-04-01T09:00:00+02:00"))
       assert.match(result.text, /^Updated event \(summary, location\):\nNew title\n/)
 
-      const moved = yield* during(google, call("update_event", { event_id: id, start: "2035-04-02T09:00", end: "2035-04-02T10:00", time_zone: "America/New_York" }))
+      const moved = yield* during(
+        google,
+        call("update_event", {
+          event_id: id,
+          start: "2035-04-02T09:00",
+          end: "2035-04-02T10:00",
+          time_zone: "America/New_York"
+        })
+      )
       assert.deepStrictEqual(only(moved.requests).body, {
         start: { dateTime: "2035-04-02T09:00:00", timeZone: "America/New_York" },
         end: { dateTime: "2035-04-02T10:00:00", timeZone: "America/New_York" }
       })
-      const guests = yield* during(google, call("update_event", { event_id: id, attendees: ["x@example.com"], end: "2035-04-02T11:00:00-04:00" }))
-      assert.deepStrictEqual(only(guests.requests).body, { end: { dateTime: "2035-04-02T11:00:00-04:00" }, attendees: [{ email: "x@example.com" }] })
+      const guests = yield* during(
+        google,
+        call("update_event", { event_id: id, attendees: ["x@example.com"], end: "2035-04-02T11:00:00-04:00" })
+      )
+      assert.deepStrictEqual(only(guests.requests).body, {
+        end: { dateTime: "2035-04-02T11:00:00-04:00" },
+        attendees: [{ email: "x@example.com" }]
+      })
 
       const nothing = yield* during(google, call("update_event", { event_id: id }))
       assert.isTrue(nothing.result.isError)
@@ -327,16 +443,30 @@ layer(toolsLayer, { excludeTestServices: true })("gcal tools", (it) => {
   it.effect("delete_event DELETEs the event; a second delete is Google's 410", () =>
     Effect.gen(function*() {
       const { google } = yield* Google
-      const event = google.addEvent(TEAM_CALENDAR, { summary: "Cancelled talk", start: { date: "2036-01-01" }, end: { date: "2036-01-02" } })
+      const event = google.addEvent(TEAM_CALENDAR, {
+        summary: "Cancelled talk",
+        start: { date: "2036-01-01" },
+        end: { date: "2036-01-02" }
+      })
       const id = event.id as string
-      const { result, requests } = yield* during(google, call("delete_event", { event_id: id, calendar_id: TEAM_CALENDAR }))
-      assert.deepStrictEqual([only(requests).method, only(requests).path, only(requests).status], ["DELETE", `/calendars/${TEAM_CALENDAR}/events/${id}`, 204])
+      const { result, requests } = yield* during(
+        google,
+        call("delete_event", { event_id: id, calendar_id: TEAM_CALENDAR })
+      )
+      assert.deepStrictEqual([only(requests).method, only(requests).path, only(requests).status], [
+        "DELETE",
+        `/calendars/${TEAM_CALENDAR}/events/${id}`,
+        204
+      ])
       assert.strictEqual(result.text, `Deleted event ${id} from calendar ${TEAM_CALENDAR}.`)
       assert.isFalse(result.isError)
       assert.strictEqual(google.event(TEAM_CALENDAR, id)!.status, "cancelled")
       const again = yield* call("delete_event", { event_id: id, calendar_id: TEAM_CALENDAR })
       assert.isTrue(again.isError)
-      assert.match(again.text, /^Error: Google Calendar answered 410 to DELETE .*: Resource has been deleted \[deleted\]$/)
+      assert.match(
+        again.text,
+        /^Error: Google Calendar answered 410 to DELETE .*: Resource has been deleted \[deleted\]$/
+      )
     }))
 
   it.effect("respond_to_event patches the self attendee's responseStatus, leaving the other guests as they are", () =>
@@ -362,19 +492,27 @@ layer(toolsLayer, { excludeTestServices: true })("gcal tools", (it) => {
           ["GET", `/calendars/primary/events/${id}`],
           ["PATCH", `/calendars/primary/events/${id}`]
         ])
-        assert.deepStrictEqual(requests[1]!.body, { attendees: [guests[0], { ...guests[1], responseStatus: response }, guests[2]] })
+        assert.deepStrictEqual(requests[1]!.body, {
+          attendees: [guests[0], { ...guests[1], responseStatus: response }, guests[2]]
+        })
         assert.include(result.text, `${USER} (${response}, you)`)
         assert.match(result.text, new RegExp(`^Responded ${response} to:\nOffsite\n`))
       }
 
-      const mine = google.addEvent("primary", { summary: "Solo", start: timed("2037-06-02T09:00:00+02:00"), end: timed("2037-06-02T10:00:00+02:00") })
+      const mine = google.addEvent("primary", {
+        summary: "Solo",
+        start: timed("2037-06-02T09:00:00+02:00"),
+        end: timed("2037-06-02T10:00:00+02:00")
+      })
       const solo = yield* during(google, call("respond_to_event", { event_id: mine.id, response: "accepted" }))
       assert.isTrue(solo.result.isError)
       assert.match(solo.result.text, /^Error: you are not on the guest list of event/)
       assert.deepStrictEqual(solo.requests.map((r) => r.method), ["GET"])
 
       const client = yield* McpClient.McpClient
-      const invalid = expectText((yield* client.callTool("respond_to_event", { event_id: id, response: "maybe" })).result)
+      const invalid = expectText(
+        (yield* client.callTool("respond_to_event", { event_id: id, response: "maybe" })).result
+      )
       assert.isTrue(invalid.isError)
     }))
 
@@ -433,7 +571,10 @@ describe("gcal credentials", () => {
         assert.strictEqual(google.requests.at(-1)!.bearer, after.access_token)
 
         // No token or secret reaches the server's log.
-        yield* eventually(() => logs.withTag("stderr").some((l) => l.includes("access token refreshed")), "the refresh logged")
+        yield* eventually(
+          () => logs.withTag("stderr").some((l) => l.includes("access token refreshed")),
+          "the refresh logged"
+        )
         const text = logs.lines.map((l) => l.text).join("\n")
         for (const secret of [before.access_token!, after.access_token!, before.refresh_token, before.client_secret]) {
           assert.notInclude(text, secret)
@@ -468,7 +609,10 @@ describe("gcal credentials", () => {
         const client = yield* connect("gcal-revoked", serverCommand(google, dir))
         const result = expectText((yield* client.callTool("list_calendars")).result)
         assert.isTrue(result.isError)
-        assert.match(result.text, /^Error: Google refused the stored refresh token \(invalid_grant: Token has been expired or revoked\.\)\./)
+        assert.match(
+          result.text,
+          /^Error: Google refused the stored refresh token \(invalid_grant: Token has been expired or revoked\.\)\./
+        )
         assert.include(result.text, "run the setup again")
         assert.include(result.text, "scripts/gcal-oauth-setup.ts")
         assert.notInclude(result.text, before.refresh_token)
@@ -492,7 +636,9 @@ describe("gcal credentials", () => {
         assert.isTrue(result.isError)
         assert.strictEqual(
           result.text,
-          `Error: no Google credentials at ${credsFile(dir)}. Run the setup first: node --import tsx scripts/gcal-oauth-setup.ts --client-secrets <client_secret_….json>`
+          `Error: no Google credentials at ${
+            credsFile(dir)
+          }. Run the setup first: node --import tsx scripts/gcal-oauth-setup.ts --client-secrets <client_secret_….json>`
         )
         assert.deepStrictEqual(google.requests, [])
       })
@@ -540,7 +686,10 @@ describe("gcal_oauth_setup", () => {
         const google = yield* standIn()
         const dir = yield* secretsDir
         const secrets = Path.join(dir, "secrets")
-        const setup = yield* runScript(setupScript, ["--client-secrets", clientSecretsFile(dir, google)], { ...google.env, SKALD_SECRETS_DIR: secrets })
+        const setup = yield* runScript(setupScript, ["--client-secrets", clientSecretsFile(dir, google)], {
+          ...google.env,
+          SKALD_SECRETS_DIR: secrets
+        })
         const url = yield* awaitConsentUrl(setup, google.env.GCAL_AUTH_URL!)
         const q = Object.fromEntries(url.searchParams)
         assert.strictEqual(url.origin + url.pathname, google.env.GCAL_AUTH_URL)
@@ -572,14 +721,29 @@ describe("gcal_oauth_setup", () => {
         const exchange = only(google.tokenRequests())
         const form = exchange.body as Record<string, string>
         assert.strictEqual(exchange.status, 200)
-        assert.deepStrictEqual(Object.keys(form).sort(), ["client_id", "client_secret", "code", "code_verifier", "grant_type", "redirect_uri"])
+        assert.deepStrictEqual(Object.keys(form).sort(), [
+          "client_id",
+          "client_secret",
+          "code",
+          "code_verifier",
+          "grant_type",
+          "redirect_uri"
+        ])
         assert.strictEqual(form.grant_type, "authorization_code")
         assert.strictEqual(form.code, back.searchParams.get("code"))
         assert.strictEqual(form.redirect_uri, q.redirect_uri)
 
         assert.strictEqual(fileMode(file), 0o600)
         const stored = readCreds(secrets)
-        assert.deepStrictEqual(Object.keys(stored).sort(), ["access_token", "client_id", "client_secret", "expiry", "refresh_token", "scope", "token_type"])
+        assert.deepStrictEqual(Object.keys(stored).sort(), [
+          "access_token",
+          "client_id",
+          "client_secret",
+          "expiry",
+          "refresh_token",
+          "scope",
+          "token_type"
+        ])
         assert.strictEqual(stored.client_id, google.client.client_id)
         assert.strictEqual(stored.client_secret, google.client.client_secret)
         assert.strictEqual(stored.scope, CALENDAR_SCOPE)
@@ -596,7 +760,10 @@ describe("gcal_oauth_setup", () => {
         const client = yield* connect("gcal-after-setup", serverCommand(google, secrets))
         const result = expectText((yield* client.callTool("list_calendars")).result)
         assert.isFalse(result.isError, result.text)
-        assert.strictEqual((google.tokenRequests()[1]!.body as Record<string, string>).refresh_token, stored.refresh_token)
+        assert.strictEqual(
+          (google.tokenRequests()[1]!.body as Record<string, string>).refresh_token,
+          stored.refresh_token
+        )
       })
     ))
 
@@ -630,7 +797,10 @@ describe("gcal_oauth_setup", () => {
         const google = yield* standIn()
         google.deny = true
         const dir = yield* secretsDir
-        const setup = yield* runScript(setupScript, ["--client-secrets", clientSecretsFile(dir, google)], { ...google.env, SKALD_SECRETS_DIR: dir })
+        const setup = yield* runScript(setupScript, ["--client-secrets", clientSecretsFile(dir, google)], {
+          ...google.env,
+          SKALD_SECRETS_DIR: dir
+        })
         const url = yield* awaitConsentUrl(setup, google.env.GCAL_AUTH_URL!)
         const consent = yield* Effect.promise(() => fetch(url, { redirect: "manual" }))
         yield* Effect.promise(() => fetch(new URL(consent.headers.get("location")!)))
@@ -646,7 +816,10 @@ describe("gcal_oauth_setup", () => {
         const google = yield* standIn()
         google.grantScope = "openid"
         const dir = yield* secretsDir
-        const setup = yield* runScript(setupScript, ["--client-secrets", clientSecretsFile(dir, google)], { ...google.env, SKALD_SECRETS_DIR: dir })
+        const setup = yield* runScript(setupScript, ["--client-secrets", clientSecretsFile(dir, google)], {
+          ...google.env,
+          SKALD_SECRETS_DIR: dir
+        })
         const url = yield* awaitConsentUrl(setup, google.env.GCAL_AUTH_URL!)
         const consent = yield* Effect.promise(() => fetch(url, { redirect: "manual" }))
         const landing = yield* Effect.promise(() => fetch(new URL(consent.headers.get("location")!)))
@@ -670,7 +843,11 @@ describe("gcal_oauth_setup", () => {
         assert.match(serverHelp.stdout(), /^Usage: node --import tsx scripts\/gcal-server\.ts/)
         assert.include(serverHelp.stdout(), "GCAL_POLL_SECONDS")
 
-        const noClient = yield* runScript(setupScript, [], { SKALD_SECRETS_DIR: dir, GCAL_CLIENT_ID: "", GCAL_CLIENT_SECRET: "" })
+        const noClient = yield* runScript(setupScript, [], {
+          SKALD_SECRETS_DIR: dir,
+          GCAL_CLIENT_ID: "",
+          GCAL_CLIENT_SECRET: ""
+        })
         assert.strictEqual(yield* noClient.exited, 2)
         assert.include(noClient.stderr(), "give --client-secrets FILE")
         const web = Path.join(dir, "web.json")
@@ -694,7 +871,13 @@ describe("gcal new-event poller", () => {
         writeCreds(dir, google)
         const env = { GCAL_POLL_SECONDS: "0.2" }
         const anHourAgo = new Date(Date.now() - 3600_000).toISOString()
-        const old = google.addEvent("primary", { summary: "Existing", created: anHourAgo, updated: anHourAgo, start: timed("2038-01-01T09:00:00+01:00"), end: timed("2038-01-01T10:00:00+01:00") })
+        const old = google.addEvent("primary", {
+          summary: "Existing",
+          created: anHourAgo,
+          updated: anHourAgo,
+          start: timed("2038-01-01T09:00:00+01:00"),
+          end: timed("2038-01-01T10:00:00+01:00")
+        })
 
         // --- the first server: a baseline, then the new events ---
         const first = yield* Effect.scoped(
@@ -713,18 +896,36 @@ describe("gcal new-event poller", () => {
               end: timed("2038-02-01T10:00:00+01:00"),
               attendees: [{ email: "ana@example.com" }]
             })
-            const b = google.addEvent("primary", { summary: "Offsite", start: { date: "2038-03-01" }, end: { date: "2038-03-03" } })
-            google.addEvent("primary", { summary: "Already cancelled", status: "cancelled", start: { date: "2038-03-05" }, end: { date: "2038-03-06" } })
+            const b = google.addEvent("primary", {
+              summary: "Offsite",
+              start: { date: "2038-03-01" },
+              end: { date: "2038-03-03" }
+            })
+            google.addEvent("primary", {
+              summary: "Already cancelled",
+              status: "cancelled",
+              start: { date: "2038-03-05" },
+              end: { date: "2038-03-06" }
+            })
             google.touchEvent("primary", old.id as string, { summary: "Existing, renamed" })
-            const viaTool = expectText((yield* client.callTool("create_event", { summary: "Made here", start: "2038-04-01", end: "2038-04-01" })).result)
+            const viaTool = expectText(
+              (yield* client.callTool("create_event", { summary: "Made here", start: "2038-04-01", end: "2038-04-01" }))
+                .result
+            )
             assert.isFalse(viaTool.isError, viaTool.text)
             const c = google.events("primary").find((e) => e.summary === "Made here")!
 
             yield* eventually(() => events.length >= 3, "three pushed events")
             // Several more polls: nothing is pushed twice.
             yield* awaitPolls(google, pollRequests(google).length, 3, "three more polls")
-            assert.deepStrictEqual(events.map((e) => e.method), ["event/new_calendar_event", "event/new_calendar_event", "event/new_calendar_event"])
-            const byId = new Map(events.map((e) => [(e.params as { id: string }).id, e.params as Record<string, unknown>]))
+            assert.deepStrictEqual(events.map((e) => e.method), [
+              "event/new_calendar_event",
+              "event/new_calendar_event",
+              "event/new_calendar_event"
+            ])
+            const byId = new Map(
+              events.map((e) => [(e.params as { id: string }).id, e.params as Record<string, unknown>])
+            )
             assert.deepStrictEqual([...byId.keys()].sort(), [a.id, b.id, c.id].sort())
             assert.deepStrictEqual(byId.get(a.id as string), {
               id: a.id,
@@ -767,7 +968,11 @@ describe("gcal new-event poller", () => {
             yield* awaitPolls(google, polled, 3, "three polls after the restart")
             assert.deepStrictEqual(events, [])
 
-            const d = google.addEvent("primary", { summary: "After restart", start: timed("2038-05-01T09:00:00+02:00"), end: timed("2038-05-01T09:30:00+02:00") })
+            const d = google.addEvent("primary", {
+              summary: "After restart",
+              start: timed("2038-05-01T09:00:00+02:00"),
+              end: timed("2038-05-01T09:30:00+02:00")
+            })
             yield* eventually(() => events.length >= 1, "the event created after the restart")
             yield* awaitPolls(google, pollRequests(google).length, 2, "two more polls")
             assert.deepStrictEqual(events.map((e) => (e.params as { id: string }).id), [d.id])
@@ -783,8 +988,16 @@ describe("gcal new-event poller", () => {
         const dir = yield* secretsDir
         writeCreds(dir, google)
         // Created just now, inside the overlap window: part of the baseline all the same.
-        google.addEvent("primary", { summary: "Just before", start: { date: "2039-01-01" }, end: { date: "2039-01-02" } })
-        google.addEvent(TEAM_CALENDAR, { summary: "Team, just before", start: { date: "2039-01-01" }, end: { date: "2039-01-02" } })
+        google.addEvent("primary", {
+          summary: "Just before",
+          start: { date: "2039-01-01" },
+          end: { date: "2039-01-02" }
+        })
+        google.addEvent(TEAM_CALENDAR, {
+          summary: "Team, just before",
+          start: { date: "2039-01-01" },
+          end: { date: "2039-01-02" }
+        })
         const client = yield* connect(
           "gcal-poll-cals",
           serverCommand(google, dir, { GCAL_POLL_SECONDS: "0.2", GCAL_POLL_CALENDARS: `primary, ${TEAM_CALENDAR}` })
@@ -793,14 +1006,25 @@ describe("gcal new-event poller", () => {
         yield* awaitPolls(google, 0, 4, "two polls of each calendar")
         assert.deepStrictEqual(events, [])
         const paths = new Set(pollRequests(google).map((r) => r.path))
-        assert.deepStrictEqual([...paths].sort(), ["/calendars/primary/events", `/calendars/${TEAM_CALENDAR}/events`].sort())
+        assert.deepStrictEqual(
+          [...paths].sort(),
+          ["/calendars/primary/events", `/calendars/${TEAM_CALENDAR}/events`].sort()
+        )
 
-        const team = google.addEvent(TEAM_CALENDAR, { summary: "Team event", start: { date: "2039-02-01" }, end: { date: "2039-02-02" } })
+        const team = google.addEvent(TEAM_CALENDAR, {
+          summary: "Team event",
+          start: { date: "2039-02-01" },
+          end: { date: "2039-02-02" }
+        })
         yield* eventually(() => events.length >= 1, "the team calendar's new event")
         yield* awaitPolls(google, pollRequests(google).length, 4, "more polls")
         assert.strictEqual(events.length, 1)
         assert.deepStrictEqual(
-          [(events[0]!.params as Record<string, unknown>).id, (events[0]!.params as Record<string, unknown>).calendar, (events[0]!.params as Record<string, unknown>).calendar_name],
+          [
+            (events[0]!.params as Record<string, unknown>).id,
+            (events[0]!.params as Record<string, unknown>).calendar,
+            (events[0]!.params as Record<string, unknown>).calendar_name
+          ],
           [team.id, TEAM_CALENDAR, "Team"]
         )
       })

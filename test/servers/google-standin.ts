@@ -68,7 +68,12 @@ interface Calendar {
 const nowIso = (): string => new Date().toISOString()
 
 const googleError = (code: number, message: string, reason: string, extra: Json = {}): Json => ({
-  error: { code, message, errors: [{ domain: "global", reason, message, ...extra }], ...(code === 401 ? { status: "UNAUTHENTICATED" } : {}) }
+  error: {
+    code,
+    message,
+    errors: [{ domain: "global", reason, message, ...extra }],
+    ...(code === 401 ? { status: "UNAUTHENTICATED" } : {})
+  }
 })
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i
@@ -84,13 +89,31 @@ const epochOf = (time: unknown): number => {
 }
 
 const EVENTS_LIST_PARAMS = new Set([
-  "timeMin", "timeMax", "q", "maxResults", "pageToken", "singleEvents", "orderBy", "timeZone", "updatedMin", "showDeleted",
-  "syncToken", "iCalUID", "maxAttendees", "showHiddenInvitations", "eventTypes", "privateExtendedProperty", "sharedExtendedProperty"
+  "timeMin",
+  "timeMax",
+  "q",
+  "maxResults",
+  "pageToken",
+  "singleEvents",
+  "orderBy",
+  "timeZone",
+  "updatedMin",
+  "showDeleted",
+  "syncToken",
+  "iCalUID",
+  "maxAttendees",
+  "showHiddenInvitations",
+  "eventTypes",
+  "privateExtendedProperty",
+  "sharedExtendedProperty"
 ])
 
 export class GoogleStandIn {
   readonly requests: Array<RecordedRequest> = []
-  readonly client: Client = { client_id: "standin-client.apps.googleusercontent.com", client_secret: "standin-client-secret" }
+  readonly client: Client = {
+    client_id: "standin-client.apps.googleusercontent.com",
+    client_secret: "standin-client-secret"
+  }
   /** When set, the consent page answers `error=access_denied`. */
   deny = false
   /** When set, the consent page grants this scope instead of the one asked. */
@@ -99,7 +122,10 @@ export class GoogleStandIn {
   private readonly calendars = new Map<string, Calendar>()
   private readonly accessTokens = new Map<string, number>()
   private readonly refreshTokens = new Set<string>()
-  private readonly codes = new Map<string, { redirectUri: string; challenge: string; scope: string; clientId: string }>()
+  private readonly codes = new Map<
+    string,
+    { redirectUri: string; challenge: string; scope: string; clientId: string }
+  >()
   private readonly eventsPageSize: number
   private readonly calendarsPageSize: number
   private readonly accessTokenSeconds: number
@@ -251,7 +277,13 @@ export class GoogleStandIn {
     const record: RecordedRequest = {
       method: req.method ?? "GET",
       path: isApi ? decodeURIComponent(url.pathname.slice("/calendar/v3".length)) : url.pathname,
-      api: isApi ? "calendar" : url.pathname === "/token" ? "token" : url.pathname === "/o/oauth2/v2/auth" ? "consent" : "other",
+      api: isApi
+        ? "calendar"
+        : url.pathname === "/token"
+        ? "token"
+        : url.pathname === "/o/oauth2/v2/auth"
+        ? "consent"
+        : "other",
       query: Object.fromEntries(url.searchParams),
       body,
       bearer,
@@ -299,10 +331,16 @@ export class GoogleStandIn {
       const code = form.code === undefined ? undefined : this.codes.get(form.code)
       if (code === undefined) return send(400, { error: "invalid_grant", error_description: "Malformed auth code." })
       this.codes.delete(form.code!)
-      if (form.redirect_uri !== code.redirectUri) return send(400, { error: "redirect_uri_mismatch", error_description: "Bad Request" })
-      if (form.code_verifier === undefined) return send(400, { error: "invalid_request", error_description: "code_verifier or verifier is not needed." })
+      if (form.redirect_uri !== code.redirectUri) {
+        return send(400, { error: "redirect_uri_mismatch", error_description: "Bad Request" })
+      }
+      if (form.code_verifier === undefined) {
+        return send(400, { error: "invalid_request", error_description: "code_verifier or verifier is not needed." })
+      }
       const challenge = createHash("sha256").update(form.code_verifier, "ascii").digest("base64url")
-      if (challenge !== code.challenge) return send(400, { error: "invalid_grant", error_description: "Invalid code verifier." })
+      if (challenge !== code.challenge) {
+        return send(400, { error: "invalid_grant", error_description: "Invalid code verifier." })
+      }
       const refresh_token = `1//standin-refresh-${randomBytes(8).toString("hex")}`
       this.refreshTokens.add(refresh_token)
       return send(200, {
@@ -313,7 +351,10 @@ export class GoogleStandIn {
         token_type: "Bearer"
       })
     }
-    return send(400, { error: "unsupported_grant_type", error_description: `Invalid grant_type: ${form.grant_type ?? ""}` })
+    return send(400, {
+      error: "unsupported_grant_type",
+      error_description: `Invalid grant_type: ${form.grant_type ?? ""}`
+    })
   }
 
   private consent(record: RecordedRequest, res: http.ServerResponse): void {
@@ -334,7 +375,9 @@ export class GoogleStandIn {
     if (redirect.protocol !== "http:" || (redirect.hostname !== "127.0.0.1" && redirect.hostname !== "localhost")) {
       return refuse("a desktop client redirects to a loopback address")
     }
-    if (q.code_challenge === undefined || q.code_challenge_method !== "S256") return refuse("PKCE with S256 is required")
+    if (q.code_challenge === undefined || q.code_challenge_method !== "S256") {
+      return refuse("PKCE with S256 is required")
+    }
     if (!(q.scope ?? "").split(" ").includes(CALENDAR_SCOPE)) return refuse("the calendar scope is not asked")
     if (q.state === undefined) return refuse("state is missing")
     const target = new URL(redirect)
@@ -353,19 +396,33 @@ export class GoogleStandIn {
     res.end()
   }
 
-  private api(record: RecordedRequest, rawPath: string, send: (status: number, payload: unknown, headers?: Record<string, string>) => void): void {
+  private api(
+    record: RecordedRequest,
+    rawPath: string,
+    send: (status: number, payload: unknown, headers?: Record<string, string>) => void
+  ): void {
     if (record.bearer === undefined) {
       return send(
         401,
-        googleError(401, "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential.", "required", { location: "Authorization", locationType: "header" }),
-        { "www-authenticate": 'Bearer realm="https://accounts.google.com/"' }
+        googleError(
+          401,
+          "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
+          "required",
+          { location: "Authorization", locationType: "header" }
+        ),
+        { "www-authenticate": "Bearer realm=\"https://accounts.google.com/\"" }
       )
     }
     if (!this.isValidAccessToken(record.bearer)) {
       return send(
         401,
-        googleError(401, "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.", "authError", { location: "Authorization", locationType: "header" }),
-        { "www-authenticate": 'Bearer realm="https://accounts.google.com/", error="invalid_token"' }
+        googleError(
+          401,
+          "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
+          "authError",
+          { location: "Authorization", locationType: "header" }
+        ),
+        { "www-authenticate": "Bearer realm=\"https://accounts.google.com/\", error=\"invalid_token\"" }
       )
     }
     const segments = rawPath.split("/").filter((s) => s.length > 0).map(decodeURIComponent)
@@ -375,9 +432,16 @@ export class GoogleStandIn {
       const entries = [...this.calendars.values()].map((c) => c.entry)
       const page = this.page(entries, record.query, this.calendarsPageSize)
       if (typeof page === "string") return send(400, googleError(400, page, "invalid"))
-      return send(200, { kind: "calendar#calendarList", etag: `"${this.sequence}"`, ...(page.next !== undefined ? { nextPageToken: page.next } : { nextSyncToken: "standin-sync" }), items: page.items })
+      return send(200, {
+        kind: "calendar#calendarList",
+        etag: `"${this.sequence}"`,
+        ...(page.next !== undefined ? { nextPageToken: page.next } : { nextSyncToken: "standin-sync" }),
+        items: page.items
+      })
     }
-    if (segments[0] !== "calendars" || segments[1] === undefined || segments[2] !== "events" || segments.length > 4) return notFound()
+    if (segments[0] !== "calendars" || segments[1] === undefined || segments[2] !== "events" || segments.length > 4) {
+      return notFound()
+    }
     const calendar = this.calendar(segments[1])
     if (calendar === undefined) return notFound()
     const eventId = segments[3]
@@ -422,7 +486,9 @@ export class GoogleStandIn {
         if (typeof time.date !== "string" || !DATE.test(time.date)) return `Invalid ${key} date.`
       } else if (typeof time.dateTime === "string") {
         const hasOffset = RFC3339.test(time.dateTime)
-        if (!hasOffset && !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?$/.test(time.dateTime)) return `Invalid ${key} time.`
+        if (!hasOffset && !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?$/.test(time.dateTime)) {
+          return `Invalid ${key} time.`
+        }
         if (!hasOffset && typeof time.timeZone !== "string") return `Missing time zone definition for ${key} time.`
       } else {
         return `Missing ${key} time.`
@@ -430,7 +496,9 @@ export class GoogleStandIn {
     }
     const start = event.start as { date?: string }
     const end = event.end as { date?: string }
-    if ((start.date === undefined) !== (end.date === undefined)) return "Start and end times must either both be date or both be dateTime."
+    if ((start.date === undefined) !== (end.date === undefined)) {
+      return "Start and end times must either both be date or both be dateTime."
+    }
     if (epochOf(event.end) <= epochOf(event.start)) return "The specified time range is empty."
     return undefined
   }
@@ -455,7 +523,9 @@ export class GoogleStandIn {
       created: now,
       updated: now,
       creator: { email: USER, self: true },
-      organizer: calendar.entry.primary === true ? { email: USER, self: true } : { email: calendarId, displayName: calendar.entry.summary, self: true },
+      organizer: calendar.entry.primary === true
+        ? { email: USER, self: true }
+        : { email: calendarId, displayName: calendar.entry.summary, self: true },
       iCalUID: `${id}@google.com`,
       sequence: 0,
       reminders: { useDefault: true },
@@ -467,7 +537,11 @@ export class GoogleStandIn {
     return event
   }
 
-  private page<T>(items: ReadonlyArray<T>, query: Readonly<Record<string, string>>, cap: number): { items: Array<T>; next: string | undefined } | string {
+  private page<T>(
+    items: ReadonlyArray<T>,
+    query: Readonly<Record<string, string>>,
+    cap: number
+  ): { items: Array<T>; next: string | undefined } | string {
     const max = query.maxResults !== undefined ? Number(query.maxResults) : 250
     if (!Number.isInteger(max) || max < 1) return "Invalid value for maxResults"
     let offset = 0
@@ -482,14 +556,20 @@ export class GoogleStandIn {
     return { items: slice, next }
   }
 
-  private listEvents(calendar: Calendar, record: RecordedRequest, send: (status: number, payload: unknown) => void): void {
+  private listEvents(
+    calendar: Calendar,
+    record: RecordedRequest,
+    send: (status: number, payload: unknown) => void
+  ): void {
     const q = record.query
     const bad = (message: string) => send(400, googleError(400, message, "badRequest"))
     for (const key of Object.keys(q)) if (!EVENTS_LIST_PARAMS.has(key)) return bad(`Unknown parameter: ${key}`)
     for (const key of ["timeMin", "timeMax", "updatedMin"] as const) {
       if (q[key] !== undefined && !RFC3339.test(q[key])) return bad("Bad Request")
     }
-    if (q.orderBy === "startTime" && q.singleEvents !== "true") return bad("The requested ordering is not available for the particular query.")
+    if (q.orderBy === "startTime" && q.singleEvents !== "true") {
+      return bad("The requested ordering is not available for the particular query.")
+    }
     const timeMin = q.timeMin !== undefined ? Date.parse(q.timeMin) : undefined
     const timeMax = q.timeMax !== undefined ? Date.parse(q.timeMax) : undefined
     const updatedMin = q.updatedMin !== undefined ? Date.parse(q.updatedMin) : undefined
@@ -501,7 +581,12 @@ export class GoogleStandIn {
       if (timeMax !== undefined && !(epochOf(e.start) < timeMax)) return false
       if (updatedMin !== undefined && Date.parse(e.updated as string) < updatedMin) return false
       if (text !== undefined) {
-        const haystack = [e.summary, e.description, e.location, ...((e.attendees as Array<Json> | undefined) ?? []).map((a) => a.email)]
+        const haystack = [
+          e.summary,
+          e.description,
+          e.location,
+          ...((e.attendees as Array<Json> | undefined) ?? []).map((a) => a.email)
+        ]
           .filter((s): s is string => typeof s === "string")
           .join("\n")
           .toLowerCase()
@@ -510,7 +595,9 @@ export class GoogleStandIn {
       return true
     })
     if (q.orderBy === "startTime") events = events.sort((a, b) => epochOf(a.start) - epochOf(b.start))
-    if (q.orderBy === "updated") events = events.sort((a, b) => Date.parse(a.updated as string) - Date.parse(b.updated as string))
+    if (q.orderBy === "updated") {
+      events = events.sort((a, b) => Date.parse(a.updated as string) - Date.parse(b.updated as string))
+    }
     const page = this.page(events, q, this.eventsPageSize)
     if (typeof page === "string") return bad(page)
     send(200, {

@@ -75,13 +75,102 @@ export interface GazetteerEntry {
 
 /** Ordered by population, as the real API ranks its matches. */
 export const GAZETTEER: ReadonlyArray<GazetteerEntry> = [
-  { id: 1850147, name: "Tokyo", latitude: 35.6895, longitude: 139.69171, elevation: 44, feature_code: "PPLC", country_code: "JP", country: "Japan", admin1: "Tokyo", timezone: "Asia/Tokyo", population: 8336599 },
-  { id: 2950159, name: "Berlin", latitude: 52.52437, longitude: 13.41053, elevation: 74, feature_code: "PPLC", country_code: "DE", country: "Germany", admin1: "Land Berlin", timezone: "Europe/Berlin", population: 3426354 },
-  { id: 2988507, name: "Paris", latitude: 48.85341, longitude: 2.3488, elevation: 42, feature_code: "PPLC", country_code: "FR", country: "France", admin1: "Île-de-France", admin2: "Paris", timezone: "Europe/Paris", population: 2138551 },
-  { id: 4409896, name: "Springfield", latitude: 37.21533, longitude: -93.29824, elevation: 398, feature_code: "PPLA2", country_code: "US", country: "United States", admin1: "Missouri", admin2: "Greene", timezone: "America/Chicago", population: 169176 },
-  { id: 4951788, name: "Springfield", latitude: 42.10148, longitude: -72.58981, elevation: 21, feature_code: "PPLA2", country_code: "US", country: "United States", admin1: "Massachusetts", admin2: "Hampden", timezone: "America/New_York", population: 155929 },
-  { id: 4250542, name: "Springfield", latitude: 39.80172, longitude: -89.64371, elevation: 182, feature_code: "PPLA", country_code: "US", country: "United States", admin1: "Illinois", admin2: "Sangamon", timezone: "America/Chicago", population: 116565 },
-  { id: 4717560, name: "Paris", latitude: 33.66094, longitude: -95.55551, elevation: 183, feature_code: "PPLA2", country_code: "US", country: "United States", admin1: "Texas", admin2: "Lamar", timezone: "America/Chicago", population: 24782 }
+  {
+    id: 1850147,
+    name: "Tokyo",
+    latitude: 35.6895,
+    longitude: 139.69171,
+    elevation: 44,
+    feature_code: "PPLC",
+    country_code: "JP",
+    country: "Japan",
+    admin1: "Tokyo",
+    timezone: "Asia/Tokyo",
+    population: 8336599
+  },
+  {
+    id: 2950159,
+    name: "Berlin",
+    latitude: 52.52437,
+    longitude: 13.41053,
+    elevation: 74,
+    feature_code: "PPLC",
+    country_code: "DE",
+    country: "Germany",
+    admin1: "Land Berlin",
+    timezone: "Europe/Berlin",
+    population: 3426354
+  },
+  {
+    id: 2988507,
+    name: "Paris",
+    latitude: 48.85341,
+    longitude: 2.3488,
+    elevation: 42,
+    feature_code: "PPLC",
+    country_code: "FR",
+    country: "France",
+    admin1: "Île-de-France",
+    admin2: "Paris",
+    timezone: "Europe/Paris",
+    population: 2138551
+  },
+  {
+    id: 4409896,
+    name: "Springfield",
+    latitude: 37.21533,
+    longitude: -93.29824,
+    elevation: 398,
+    feature_code: "PPLA2",
+    country_code: "US",
+    country: "United States",
+    admin1: "Missouri",
+    admin2: "Greene",
+    timezone: "America/Chicago",
+    population: 169176
+  },
+  {
+    id: 4951788,
+    name: "Springfield",
+    latitude: 42.10148,
+    longitude: -72.58981,
+    elevation: 21,
+    feature_code: "PPLA2",
+    country_code: "US",
+    country: "United States",
+    admin1: "Massachusetts",
+    admin2: "Hampden",
+    timezone: "America/New_York",
+    population: 155929
+  },
+  {
+    id: 4250542,
+    name: "Springfield",
+    latitude: 39.80172,
+    longitude: -89.64371,
+    elevation: 182,
+    feature_code: "PPLA",
+    country_code: "US",
+    country: "United States",
+    admin1: "Illinois",
+    admin2: "Sangamon",
+    timezone: "America/Chicago",
+    population: 116565
+  },
+  {
+    id: 4717560,
+    name: "Paris",
+    latitude: 33.66094,
+    longitude: -95.55551,
+    elevation: 183,
+    feature_code: "PPLA2",
+    country_code: "US",
+    country: "United States",
+    admin1: "Texas",
+    admin2: "Lamar",
+    timezone: "America/Chicago",
+    population: 24782
+  }
 ]
 
 const TIMEZONES: Record<string, readonly [string, number]> = {
@@ -228,7 +317,10 @@ const unitOf = (variable: string, units: Units): string => {
   if (WIND.test(variable)) return { kmh: "km/h", ms: "m/s", mph: "mp/h", kn: "kn" }[units.windSpeed]
   if (PRECIPITATION.test(variable)) return units.precipitation
   if (variable === "snowfall") return units.precipitation === "mm" ? "cm" : "inch"
-  if (variable.startsWith("relative_humidity") || variable.startsWith("cloud_cover") || variable.startsWith("precipitation_probability")) return "%"
+  if (
+    variable.startsWith("relative_humidity") || variable.startsWith("cloud_cover") ||
+    variable.startsWith("precipitation_probability")
+  ) return "%"
   if (variable.startsWith("pressure") || variable === "surface_pressure") return "hPa"
   if (variable === "wind_direction_10m") return "°"
   if (variable === "weather_code") return "wmo code"
@@ -255,15 +347,26 @@ class BadRequest extends Error {}
 const coordinate = (params: URLSearchParams, key: "latitude" | "longitude"): number => {
   const raw = params.get(key)
   const value = raw === null ? NaN : Number(raw)
-  if (raw === null || raw.trim() === "" || !Number.isFinite(value)) throw new BadRequest(`Value of type 'Float' required for key '${key}'.`)
+  if (raw === null || raw.trim() === "" || !Number.isFinite(value)) {
+    throw new BadRequest(`Value of type 'Float' required for key '${key}'.`)
+  }
   const limit = key === "latitude" ? 90 : 180
   if (value < -limit || value > limit) {
-    throw new BadRequest(`${key === "latitude" ? "Latitude" : "Longitude"} must be in range of -${limit} to ${limit}°. Given: ${value.toFixed(1)}.`)
+    throw new BadRequest(
+      `${key === "latitude" ? "Latitude" : "Longitude"} must be in range of -${limit} to ${limit}°. Given: ${
+        value.toFixed(1)
+      }.`
+    )
   }
   return value
 }
 
-const variables = (params: URLSearchParams, key: string, known: Set<string>, type: string): Array<string> | undefined => {
+const variables = (
+  params: URLSearchParams,
+  key: string,
+  known: Set<string>,
+  type: string
+): Array<string> | undefined => {
   const raw = params.get(key)
   if (raw === null) return undefined
   const list = raw.split(",").map((v) => v.trim()).filter((v) => v !== "")
@@ -273,7 +376,13 @@ const variables = (params: URLSearchParams, key: string, known: Set<string>, typ
   return list
 }
 
-const option = <A extends string>(params: URLSearchParams, key: string, allowed: ReadonlyArray<A>, type: string, fallback: A): A => {
+const option = <A extends string>(
+  params: URLSearchParams,
+  key: string,
+  allowed: ReadonlyArray<A>,
+  type: string,
+  fallback: A
+): A => {
   const raw = params.get(key)
   if (raw === null) return fallback
   if (!(allowed as ReadonlyArray<string>).includes(raw)) {
@@ -282,7 +391,14 @@ const option = <A extends string>(params: URLSearchParams, key: string, allowed:
   return raw as A
 }
 
-const integer = (params: URLSearchParams, key: string, min: number, max: number, fallback: number, what: string): number => {
+const integer = (
+  params: URLSearchParams,
+  key: string,
+  min: number,
+  max: number,
+  fallback: number,
+  what: string
+): number => {
   const raw = params.get(key)
   if (raw === null) return fallback
   const value = Number(raw)
@@ -329,7 +445,9 @@ const forecast = (params: URLSearchParams): unknown => {
     precipitation: option(params, "precipitation_unit", ["mm", "inch"], "PrecipitationUnit", "mm")
   }
   const days = integer(params, "forecast_days", 0, 16, 7, "Forecast days")
-  const hours = params.has("forecast_hours") ? integer(params, "forecast_hours", 1, 16 * 24, 0, "Forecast hours") : days * 24
+  const hours = params.has("forecast_hours")
+    ? integer(params, "forecast_hours", 1, 16 * 24, 0, "Forecast hours")
+    : days * 24
   if (daily !== undefined && params.get("timezone") === null) throw new BadRequest("Timezone is required")
   const timezone = timezoneOf(params, latitude, longitude)
   const out: Record<string, unknown> = header(latitude, longitude, timezone)
@@ -368,7 +486,11 @@ const airQuality = (params: URLSearchParams): unknown => {
       ["interval", "seconds"],
       ...current.map((v) => [v, AIR_UNITS[v] ?? "μg/m³"])
     ])
-    out.current = Object.fromEntries([["time", CURRENT_HOUR], ["interval", 3600], ...current.map((v) => [v, AIR_VALUES[v]!])])
+    out.current = Object.fromEntries([
+      ["time", CURRENT_HOUR],
+      ["interval", 3600],
+      ...current.map((v) => [v, AIR_VALUES[v]!])
+    ])
   }
   return out
 }
@@ -423,7 +545,12 @@ export const startOpenMeteoStandIn = async (): Promise<StandIn> => {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://127.0.0.1")
     const api = PATHS[url.pathname]
-    requests.push({ api: api ?? "unknown", method: req.method ?? "", path: url.pathname, params: Object.fromEntries(url.searchParams) })
+    requests.push({
+      api: api ?? "unknown",
+      method: req.method ?? "",
+      path: url.pathname,
+      params: Object.fromEntries(url.searchParams)
+    })
     const json = (status: number, value: unknown) => {
       res.writeHead(status, { "content-type": "application/json; charset=utf-8" })
       res.end(JSON.stringify(value))

@@ -18,6 +18,7 @@ import { createHash, generateKeyPairSync } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { eventually } from "../support.js"
 import {
   acceptedPorts,
   call,
@@ -34,7 +35,6 @@ import {
   teardownSshd
 } from "./sshd/harness.js"
 import type { Launched, SshdState } from "./sshd/harness.js"
-import { eventually } from "../support.js"
 
 // A failing beforeAll would make vitest report every test here as *skipped*. So the setup error
 // is kept, and any test that touches the sshd's state throws it: without sshd they all FAIL.
@@ -100,7 +100,13 @@ const exec = (client: McpClient.Service, alias: string, command: string, extra: 
     assert.isFalse(result.isError, result.text)
     const s = result.structured
     if (s === undefined) return assert.fail(`exec gave no structured content: ${result.text}`)
-    return s as { exit_code: number | null; stdout: string; stderr: string; stdout_omitted_bytes: number; timed_out: boolean }
+    return s as {
+      exit_code: number | null
+      stdout: string
+      stderr: string
+      stdout_omitted_bytes: number
+      timed_out: boolean
+    }
   })
 
 const failure = (client: McpClient.Service, name: string, args: Record<string, unknown>) =>
@@ -131,10 +137,21 @@ const sha256 = (data: Buffer | string) => createHash("sha256").update(data).dige
 
 describe("ssh-server binary", () => {
   it("--help prints usage and the settings on stdout and exits 0", () => {
-    const out = spawnSync(process.execPath, ["--import", "tsx", serverScript, "--help"], { cwd: repoRoot, encoding: "utf8" })
+    const out = spawnSync(process.execPath, ["--import", "tsx", serverScript, "--help"], {
+      cwd: repoRoot,
+      encoding: "utf8"
+    })
     assert.strictEqual(out.status, 0, out.stderr)
     assert.include(out.stdout, "Usage: node --import tsx scripts/ssh-server.ts")
-    for (const v of ["SSH_MCP_KNOWN_HOSTS", "SSH_MCP_POOL_TTL", "SSH_MCP_LOGIN_PW_TTL", "SSH_MCP_SUDO_PW_TTL", "SSH_MCP_KEY_PASSPHRASE"]) {
+    for (
+      const v of [
+        "SSH_MCP_KNOWN_HOSTS",
+        "SSH_MCP_POOL_TTL",
+        "SSH_MCP_LOGIN_PW_TTL",
+        "SSH_MCP_SUDO_PW_TTL",
+        "SSH_MCP_KEY_PASSPHRASE"
+      ]
+    ) {
       assert.include(out.stdout, v)
     }
   })
@@ -211,7 +228,10 @@ layer(MainLayer, { excludeTestServices: true, timeout: 60_000 })("ssh server (ke
     Effect.gen(function*() {
       const { aliasesFile, client } = yield* Main
       const before = fs.readFileSync(aliasesFile, "utf8")
-      const text = yield* failure(client, "add_alias", { ...aliasArgs("leak", { auth: "password" }), password: "Hunter2-Leak" })
+      const text = yield* failure(client, "add_alias", {
+        ...aliasArgs("leak", { auth: "password" }),
+        password: "Hunter2-Leak"
+      })
       assert.include(text, "password")
       assert.notInclude(text, "Hunter2-Leak")
       assert.strictEqual(fs.readFileSync(aliasesFile, "utf8"), before)
@@ -284,10 +304,14 @@ layer(MainLayer, { excludeTestServices: true, timeout: 60_000 })("ssh server (ke
     Effect.gen(function*() {
       const { client } = yield* Main
       const marker = `sleep 4${Math.floor(Math.random() * 90 + 10)}`
-      const outcome = yield* client.callTool("exec", { alias: "k", command: `exec ${marker}` }, { timeout: "1500 millis" }).pipe(Effect.either)
+      const outcome = yield* client.callTool("exec", { alias: "k", command: `exec ${marker}` }, {
+        timeout: "1500 millis"
+      }).pipe(Effect.either)
       assert.isTrue(outcome._tag === "Left" && outcome.left._tag === "McpTimeout", "the client gave up")
       const running = () =>
-        exec(client, "k", `ps -u ${pwUser().name} -o args= | grep -cx '${marker}' || true`).pipe(Effect.map((r) => r.stdout.trim()))
+        exec(client, "k", `ps -u ${pwUser().name} -o args= | grep -cx '${marker}' || true`).pipe(
+          Effect.map((r) => r.stdout.trim())
+        )
       yield* Effect.gen(function*() {
         const count = yield* running()
         if (count !== "0") return yield* Effect.fail(`still running: ${count}`)
@@ -301,7 +325,10 @@ layer(MainLayer, { excludeTestServices: true, timeout: 60_000 })("ssh server (ke
       main.reset(() => ({ value: pwUser().password }))
       const mark = logMark(sshd)
       const ports = yield* Effect.all(
-        Array.from({ length: 4 }, () => exec(client, "pw-par", "echo $SSH_CONNECTION").pipe(Effect.map((r) => clientPort(r.stdout)))),
+        Array.from(
+          { length: 4 },
+          () => exec(client, "pw-par", "echo $SSH_CONNECTION").pipe(Effect.map((r) => clientPort(r.stdout)))
+        ),
         { concurrency: "unbounded" }
       )
       assert.strictEqual(new Set(ports).size, 1, `one connection, got ports ${ports.join(", ")}`)
@@ -344,7 +371,10 @@ layer(MainLayer, { excludeTestServices: true, timeout: 60_000 })("ssh server (ke
       const { client } = yield* Main
       yield* addAlias(client, "pw3", { auth: "password" })
       main.reset(() => "decline")
-      assert.include(yield* failure(client, "exec", { alias: "pw3", command: "true" }), "no login password for pw3: the user chose decline")
+      assert.include(
+        yield* failure(client, "exec", { alias: "pw3", command: "true" }),
+        "no login password for pw3: the user chose decline"
+      )
       main.reset(() => ({ value: pwUser().password }))
       yield* exec(client, "pw3", "true")
       assert.strictEqual(main.asked.length, 1)
@@ -416,24 +446,47 @@ layer(MainLayer, { excludeTestServices: true, timeout: 60_000 })("ssh server (ke
   it.effect("read_file: numbered lines with offset/limit and a hint to read on; errors name the path", () =>
     Effect.gen(function*() {
       const { client } = yield* Main
-      yield* exec(client, "k", "rm -rf t && mkdir -p t && seq 1 10 | sed 's/^/line /' > t/ten.txt && printf 'a\\r\\nb\\r\\n' > t/crlf.txt && : > t/empty.txt")
+      yield* exec(
+        client,
+        "k",
+        "rm -rf t && mkdir -p t && seq 1 10 | sed 's/^/line /' > t/ten.txt && printf 'a\\r\\nb\\r\\n' > t/crlf.txt && : > t/empty.txt"
+      )
       const all = yield* call(client, "read_file", { alias: "k", path: "t/ten.txt" })
       assert.strictEqual(all.text.split("\n")[0], "     1\tline 1")
       assert.strictEqual(all.text.split("\n").length, 10)
       const part = yield* call(client, "read_file", { alias: "k", path: "~/t/ten.txt", offset: 4, limit: 3 })
-      assert.strictEqual(part.text, "     4\tline 4\n     5\tline 5\n     6\tline 6\n… (4 more lines: 7–10 of 10; read on with offset=7)")
-      assert.strictEqual((yield* call(client, "read_file", { alias: "k", path: "t/crlf.txt" })).text, "     1\ta\n     2\tb")
+      assert.strictEqual(
+        part.text,
+        "     4\tline 4\n     5\tline 5\n     6\tline 6\n… (4 more lines: 7–10 of 10; read on with offset=7)"
+      )
+      assert.strictEqual(
+        (yield* call(client, "read_file", { alias: "k", path: "t/crlf.txt" })).text,
+        "     1\ta\n     2\tb"
+      )
       assert.strictEqual((yield* call(client, "read_file", { alias: "k", path: "t/empty.txt" })).text, "(empty file)")
-      assert.include((yield* call(client, "read_file", { alias: "k", path: "t/ten.txt", offset: 20 })).text, "past the end")
-      assert.include(yield* failure(client, "read_file", { alias: "k", path: "t/missing.txt" }), "t/missing.txt: no such file or directory")
-      assert.include(yield* failure(client, "read_file", { alias: "k", path: "/etc/shadow" }), "/etc/shadow: permission denied")
+      assert.include(
+        (yield* call(client, "read_file", { alias: "k", path: "t/ten.txt", offset: 20 })).text,
+        "past the end"
+      )
+      assert.include(
+        yield* failure(client, "read_file", { alias: "k", path: "t/missing.txt" }),
+        "t/missing.txt: no such file or directory"
+      )
+      assert.include(
+        yield* failure(client, "read_file", { alias: "k", path: "/etc/shadow" }),
+        "/etc/shadow: permission denied"
+      )
       assert.include(yield* failure(client, "read_file", { alias: "k", path: "t" }), "is a directory")
     }))
 
   it.effect("list_files: real path, then entries (dirs with '/', sizes, symlinks), recursive", () =>
     Effect.gen(function*() {
       const { client } = yield* Main
-      yield* exec(client, "k", "rm -rf l && mkdir -p l/sub/deeper && printf abc > l/a.txt && printf 12345 > l/sub/b.txt && ln -s a.txt l/link")
+      yield* exec(
+        client,
+        "k",
+        "rm -rf l && mkdir -p l/sub/deeper && printf abc > l/a.txt && printf 12345 > l/sub/b.txt && ln -s a.txt l/link"
+      )
       const flat = yield* call(client, "list_files", { alias: "k", path: "l" })
       assert.strictEqual(flat.text, `${pwUser().home}/l/\na.txt  (3 bytes)\nlink -> a.txt\nsub/`)
       const deep = yield* call(client, "list_files", { alias: "k", path: "l", recursive: true })
@@ -455,50 +508,122 @@ layer(MainLayer, { excludeTestServices: true, timeout: 60_000 })("ssh server (ke
         "rm -rf g && mkdir -p g/conf && printf 'alpha\\nBeta\\nalphabet\\n' > g/one.txt && printf 'gamma alpha\\n' > g/conf/app.conf && printf 'alpha\\0bin' > g/blob.bin"
       )
       const all = yield* call(client, "grep_files", { alias: "k", pattern: "alpha", path: "g" })
-      assert.strictEqual(all.text, "conf/app.conf:1: gamma alpha\none.txt:1: alpha\none.txt:3: alphabet\n(skipped 1 binary, unreadable or oversized files)")
+      assert.strictEqual(
+        all.text,
+        "conf/app.conf:1: gamma alpha\none.txt:1: alpha\none.txt:3: alphabet\n(skipped 1 binary, unreadable or oversized files)"
+      )
       const glob = yield* call(client, "grep_files", { alias: "k", pattern: "^alpha", path: "g", glob: "*.txt" })
       assert.strictEqual(glob.text, "one.txt:1: alpha\none.txt:3: alphabet")
-      const ci = yield* call(client, "grep_files", { alias: "k", pattern: "beta", path: "g/one.txt", ignore_case: true })
+      const ci = yield* call(client, "grep_files", {
+        alias: "k",
+        pattern: "beta",
+        path: "g/one.txt",
+        ignore_case: true
+      })
       assert.strictEqual(ci.text, "g/one.txt:2: Beta")
-      assert.include((yield* call(client, "grep_files", { alias: "k", pattern: "zzz", path: "g" })).text, "No matches for /zzz/")
+      assert.include(
+        (yield* call(client, "grep_files", { alias: "k", pattern: "zzz", path: "g" })).text,
+        "No matches for /zzz/"
+      )
       assert.include(yield* failure(client, "grep_files", { alias: "k", pattern: "(", path: "g" }), "invalid pattern")
     }))
 
   it.effect("edit_file: unique match, ambiguity refused, replace_all, creation; the file mode is kept", () =>
     Effect.gen(function*() {
       const { client } = yield* Main
-      yield* exec(client, "k", "rm -rf e && mkdir e && printf 'port=80\\nhost=a\\nport=80\\n' > e/app.conf && chmod 640 e/app.conf")
-      const ambiguous = yield* failure(client, "edit_file", { alias: "k", path: "e/app.conf", old_string: "port=80", new_string: "port=8080" })
+      yield* exec(
+        client,
+        "k",
+        "rm -rf e && mkdir e && printf 'port=80\\nhost=a\\nport=80\\n' > e/app.conf && chmod 640 e/app.conf"
+      )
+      const ambiguous = yield* failure(client, "edit_file", {
+        alias: "k",
+        path: "e/app.conf",
+        old_string: "port=80",
+        new_string: "port=8080"
+      })
       assert.include(ambiguous, "occurs 2 times")
       assert.include(ambiguous, "lines 1, 3")
-      const one = yield* call(client, "edit_file", { alias: "k", path: "e/app.conf", old_string: "host=a", new_string: "host=b" })
+      const one = yield* call(client, "edit_file", {
+        alias: "k",
+        path: "e/app.conf",
+        old_string: "host=a",
+        new_string: "host=b"
+      })
       assert.strictEqual(one.text, "Edited e/app.conf: replaced 1 occurrence (line 2)")
-      const many = yield* call(client, "edit_file", { alias: "k", path: "e/app.conf", old_string: "port=80", new_string: "port=8080", replace_all: true })
+      const many = yield* call(client, "edit_file", {
+        alias: "k",
+        path: "e/app.conf",
+        old_string: "port=80",
+        new_string: "port=8080",
+        replace_all: true
+      })
       assert.strictEqual(many.text, "Edited e/app.conf: replaced 2 occurrences (lines 1, 3)")
       const after = yield* exec(client, "k", "cat e/app.conf; stat -c %a e/app.conf; ls -a e")
       assert.strictEqual(after.stdout, "port=8080\nhost=b\nport=8080\n640\n.\n..\napp.conf\n")
-      assert.include(yield* failure(client, "edit_file", { alias: "k", path: "e/app.conf", old_string: "nope", new_string: "x" }), "was not found")
-      const created = yield* call(client, "edit_file", { alias: "k", path: "e/new/dir/file.txt", old_string: "", new_string: "hello\nworld\n" })
+      assert.include(
+        yield* failure(client, "edit_file", { alias: "k", path: "e/app.conf", old_string: "nope", new_string: "x" }),
+        "was not found"
+      )
+      const created = yield* call(client, "edit_file", {
+        alias: "k",
+        path: "e/new/dir/file.txt",
+        old_string: "",
+        new_string: "hello\nworld\n"
+      })
       assert.strictEqual(created.text, "Created e/new/dir/file.txt (2 lines)")
       assert.strictEqual((yield* exec(client, "k", "cat e/new/dir/file.txt")).stdout, "hello\nworld\n")
-      assert.include(yield* failure(client, "edit_file", { alias: "k", path: "e/app.conf", old_string: "", new_string: "x" }), "already exists")
+      assert.include(
+        yield* failure(client, "edit_file", { alias: "k", path: "e/app.conf", old_string: "", new_string: "x" }),
+        "already exists"
+      )
     }))
 
   it.effect("replace_lines: replace, insert, delete — answered with numbered context", () =>
     Effect.gen(function*() {
       const { client } = yield* Main
       yield* exec(client, "k", "rm -rf r && mkdir r && seq 1 6 > r/n.txt")
-      const replaced = yield* call(client, "replace_lines", { alias: "k", path: "r/n.txt", start_line: 2, end_line: 3, new_content: "two\nthree\nthree-and-a-half\n" })
+      const replaced = yield* call(client, "replace_lines", {
+        alias: "k",
+        path: "r/n.txt",
+        start_line: 2,
+        end_line: 3,
+        new_content: "two\nthree\nthree-and-a-half\n"
+      })
       assert.strictEqual(
         replaced.text,
         "Replaced lines 2–3 (2 lines) with 3 lines in r/n.txt; it now has 7 lines.\n     1\t1\n     2\ttwo\n     3\tthree\n     4\tthree-and-a-half\n     5\t4\n     6\t5"
       )
-      const inserted = yield* call(client, "replace_lines", { alias: "k", path: "r/n.txt", start_line: 1, end_line: 0, new_content: "zero" })
+      const inserted = yield* call(client, "replace_lines", {
+        alias: "k",
+        path: "r/n.txt",
+        start_line: 1,
+        end_line: 0,
+        new_content: "zero"
+      })
       assert.isTrue(inserted.text.startsWith("Inserted 1 line before line 1 in r/n.txt; it now has 8 lines."))
-      const deleted = yield* call(client, "replace_lines", { alias: "k", path: "r/n.txt", start_line: 8, end_line: 8, new_content: "" })
+      const deleted = yield* call(client, "replace_lines", {
+        alias: "k",
+        path: "r/n.txt",
+        start_line: 8,
+        end_line: 8,
+        new_content: ""
+      })
       assert.isTrue(deleted.text.startsWith("Replaced lines 8–8 (1 line) with 0 lines in r/n.txt; it now has 7 lines."))
-      assert.strictEqual((yield* exec(client, "k", "cat r/n.txt")).stdout, "zero\n1\ntwo\nthree\nthree-and-a-half\n4\n5\n")
-      assert.include(yield* failure(client, "replace_lines", { alias: "k", path: "r/n.txt", start_line: 20, end_line: 20, new_content: "x" }), "out of range")
+      assert.strictEqual(
+        (yield* exec(client, "k", "cat r/n.txt")).stdout,
+        "zero\n1\ntwo\nthree\nthree-and-a-half\n4\n5\n"
+      )
+      assert.include(
+        yield* failure(client, "replace_lines", {
+          alias: "k",
+          path: "r/n.txt",
+          start_line: 20,
+          end_line: 20,
+          new_content: "x"
+        }),
+        "out of range"
+      )
     }))
 
   it.effect("upload: into a dir (trailing '/' or existing), to an exact path, recursive, parents created, modes kept", () =>
@@ -517,15 +642,31 @@ layer(MainLayer, { excludeTestServices: true, timeout: 60_000 })("ssh server (ke
       assert.include(slash.text, `→ up/new-dir/a.txt: 1 file (10 bytes)`)
       const existing = yield* call(client, "upload", { alias: "k", local_path: file, remote_path: "up/existing" })
       assert.include(existing.text, "→ up/existing/a.txt")
-      const exact = yield* call(client, "upload", { alias: "k", local_path: file, remote_path: "up/deep/er/renamed.txt" })
+      const exact = yield* call(client, "upload", {
+        alias: "k",
+        local_path: file,
+        remote_path: "up/deep/er/renamed.txt"
+      })
       assert.include(exact.text, "→ up/deep/er/renamed.txt")
-      const tree = yield* call(client, "upload", { alias: "k", local_path: path.join(local, "src"), remote_path: "up/trees/" })
+      const tree = yield* call(client, "upload", {
+        alias: "k",
+        local_path: path.join(local, "src"),
+        remote_path: "up/trees/"
+      })
       assert.include(tree.text, "→ up/trees/src: 3 files (33 bytes), 2 directories created")
       assert.include(tree.text, "Skipped 1 symlink(s) or special file(s): alink")
-      const copy = yield* call(client, "upload", { alias: "k", local_path: path.join(local, "src"), remote_path: "up/copy" })
+      const copy = yield* call(client, "upload", {
+        alias: "k",
+        local_path: path.join(local, "src"),
+        remote_path: "up/copy"
+      })
       assert.include(copy.text, "→ up/copy: 3 files")
 
-      const listing = yield* exec(client, "k", "cd up && find . -type f | sort && stat -c %a trees/src/run.sh && sha256sum trees/src/sub/b.bin && cat deep/er/renamed.txt")
+      const listing = yield* exec(
+        client,
+        "k",
+        "cd up && find . -type f | sort && stat -c %a trees/src/run.sh && sha256sum trees/src/sub/b.bin && cat deep/er/renamed.txt"
+      )
       assert.strictEqual(
         listing.stdout,
         [
@@ -544,13 +685,20 @@ layer(MainLayer, { excludeTestServices: true, timeout: 60_000 })("ssh server (ke
           ""
         ].join("\n")
       )
-      assert.include(yield* failure(client, "upload", { alias: "k", local_path: path.join(local, "nope"), remote_path: "up/" }), "no such local file")
+      assert.include(
+        yield* failure(client, "upload", { alias: "k", local_path: path.join(local, "nope"), remote_path: "up/" }),
+        "no such local file"
+      )
     }))
 
   it.effect("download: the same destination rule, recursive, parents created", () =>
     Effect.gen(function*() {
       const { client, dir } = yield* Main
-      yield* exec(client, "k", "rm -rf down && mkdir -p down/tree/inner && printf one > down/tree/1.txt && printf two > down/tree/inner/2.txt && head -c 300000 /dev/urandom > down/big.bin && chmod 700 down/tree/1.txt")
+      yield* exec(
+        client,
+        "k",
+        "rm -rf down && mkdir -p down/tree/inner && printf one > down/tree/1.txt && printf two > down/tree/inner/2.txt && head -c 300000 /dev/urandom > down/big.bin && chmod 700 down/tree/1.txt"
+      )
       const remoteSum = (yield* exec(client, "k", "sha256sum < down/big.bin")).stdout.split(" ")[0]
       const out = path.join(dir, "out")
 
@@ -559,16 +707,27 @@ layer(MainLayer, { excludeTestServices: true, timeout: 60_000 })("ssh server (ke
       assert.strictEqual(fs.readFileSync(path.join(out, "a", "tree", "inner", "2.txt"), "utf8"), "two")
       assert.strictEqual(fs.statSync(path.join(out, "a", "tree", "1.txt")).mode & 0o777, 0o700)
 
-      const exact = yield* call(client, "download", { alias: "k", remote_path: "down/tree", local_path: path.join(out, "b", "renamed") })
+      const exact = yield* call(client, "download", {
+        alias: "k",
+        remote_path: "down/tree",
+        local_path: path.join(out, "b", "renamed")
+      })
       assert.include(exact.text, `→ ${out}/b/renamed: 2 files`)
       assert.strictEqual(fs.readFileSync(path.join(out, "b", "renamed", "1.txt"), "utf8"), "one")
 
       fs.mkdirSync(path.join(out, "c"), { recursive: true })
       yield* call(client, "download", { alias: "k", remote_path: "down/big.bin", local_path: path.join(out, "c") })
       assert.strictEqual(sha256(fs.readFileSync(path.join(out, "c", "big.bin"))), remoteSum)
-      yield* call(client, "download", { alias: "k", remote_path: "~/down/big.bin", local_path: path.join(out, "d", "e", "copy.bin") })
+      yield* call(client, "download", {
+        alias: "k",
+        remote_path: "~/down/big.bin",
+        local_path: path.join(out, "d", "e", "copy.bin")
+      })
       assert.strictEqual(sha256(fs.readFileSync(path.join(out, "d", "e", "copy.bin"))), remoteSum)
-      assert.include(yield* failure(client, "download", { alias: "k", remote_path: "down/none", local_path: out }), "no such remote file")
+      assert.include(
+        yield* failure(client, "download", { alias: "k", remote_path: "down/none", local_path: out }),
+        "no such remote file"
+      )
     }))
 
   it.effect("after all the logins above, the aliases file still holds no secret", () =>
@@ -595,7 +754,10 @@ layer(MainLayer, { excludeTestServices: true, timeout: 60_000 })("ssh server (ke
       const status = yield* failure(client, "systemd", { alias: "k", action: "status", unit: "ssh.service" })
       assert.include(status, "systemd is not running on alias k")
       assert.include(status, "PID 1 is")
-      assert.include(yield* failure(client, "systemd", { alias: "k", action: "restart", unit: "x; rm -rf /" }), "not a unit name")
+      assert.include(
+        yield* failure(client, "systemd", { alias: "k", action: "restart", unit: "x; rm -rf /" }),
+        "not a unit name"
+      )
     }))
 })
 
@@ -634,7 +796,10 @@ describe("host keys", () => {
       const { client, knownHostsFile } = yield* launch(sshd, { knownHosts: "# empty\n" })
       yield* addAlias(client, "new", { key_path: pwUser().key, accept_new_host_key: true })
       assert.strictEqual((yield* exec(client, "new", "echo hi")).stdout, "hi\n")
-      assert.strictEqual(fs.readFileSync(knownHostsFile, "utf8"), `# empty\n${hostName()} ssh-ed25519 ${hostKeyBlob()}\n`)
+      assert.strictEqual(
+        fs.readFileSync(knownHostsFile, "utf8"),
+        `# empty\n${hostName()} ssh-ed25519 ${hostKeyBlob()}\n`
+      )
       // With the flag off again the host is known now.
       yield* addAlias(client, "new", { key_path: pwUser().key, accept_new_host_key: false })
       assert.strictEqual((yield* exec(client, "new", "echo again")).stdout, "again\n")
@@ -707,7 +872,10 @@ describe("encrypted keys", () => {
     Effect.gen(function*() {
       const h = secretHandler(false)
       h.reset(() => "decline")
-      const { client } = yield* launch(sshd, { handler: h.handler, env: { SSH_MCP_KEY_PASSPHRASE: pwUser().keyPassphrase } })
+      const { client } = yield* launch(sshd, {
+        handler: h.handler,
+        env: { SSH_MCP_KEY_PASSPHRASE: pwUser().keyPassphrase }
+      })
       yield* addAlias(client, "enc", { key_path: pwUser().encryptedKey })
       assert.strictEqual((yield* exec(client, "enc", "echo env")).stdout, "env\n")
       assert.deepStrictEqual(h.asked, [])
@@ -743,13 +911,20 @@ describe("TTLs", () => {
       const { client, logs } = yield* launch(sshd, { handler: h.handler, env: { SSH_MCP_POOL_TTL: "1" } })
       yield* addAlias(client, "p", { auth: "password" })
       const first = clientPort((yield* exec(client, "p", "echo $SSH_CONNECTION")).stdout)
-      assert.strictEqual(clientPort((yield* exec(client, "p", "echo $SSH_CONNECTION")).stdout), first, "reused while fresh")
+      assert.strictEqual(
+        clientPort((yield* exec(client, "p", "echo $SSH_CONNECTION")).stdout),
+        first,
+        "reused while fresh"
+      )
       yield* Effect.sleep("1500 millis")
       const second = clientPort((yield* exec(client, "p", "echo $SSH_CONNECTION")).stdout)
       assert.notStrictEqual(second, first, "a new connection after the TTL")
       assert.include(acceptedPorts(sshd, pwUser().name), first)
       assert.include(acceptedPorts(sshd, pwUser().name), second)
-      yield* eventually(() => disconnectedPorts(sshd, pwUser().name).includes(first), "sshd logs the evicted connection's end")
+      yield* eventually(
+        () => disconnectedPorts(sshd, pwUser().name).includes(first),
+        "sshd logs the evicted connection's end"
+      )
       assert.isTrue(logs.some((l) => /closing connection #1: idle/.test(l.text)), "the server says why it closed it")
       assert.strictEqual(h.asked.length, 1, "the password outlived the connection (SSH_MCP_LOGIN_PW_TTL 300 s)")
     }))
@@ -800,12 +975,23 @@ describe("secret hygiene", () => {
     assert.isAbove(seen.length, 100, "the servers above logged and answered")
     // The servers did log on stderr and via notifications/message.
     assert.isTrue(seen.some((t) => t.includes("asking the user for the login password")))
-    assert.isTrue(seenTags.has("stderr") && seenTags.has("info"), `heard on stderr and via notifications/message: ${[...seenTags].join(", ")}`)
+    assert.isTrue(
+      seenTags.has("stderr") && seenTags.has("info"),
+      `heard on stderr and via notifications/message: ${[...seenTags].join(", ")}`
+    )
     for (const secret of secrets) {
       const hits = seen.filter((t) => t.includes(secret))
       assert.deepStrictEqual(hits, [], "a secret leaked")
     }
-    for (const wrong of ["Not-The-Password-1", "Wrong-Sudo-Pass-9", "wrong passphrase", "Hunter2-Leak", "Must-Not-Reach-Stdin"]) {
+    for (
+      const wrong of [
+        "Not-The-Password-1",
+        "Wrong-Sudo-Pass-9",
+        "wrong passphrase",
+        "Hunter2-Leak",
+        "Must-Not-Reach-Stdin"
+      ]
+    ) {
       assert.deepStrictEqual(seen.filter((t) => t.includes(wrong)), [], `a rejected secret leaked: ${wrong}`)
     }
   })

@@ -14,7 +14,7 @@ import type { AddressInfo } from "node:net"
 import * as Path from "node:path"
 import { repoRoot } from "../fixtures/fixtures.js"
 import { expectJson, expectText, makeLogCapture } from "../support.js"
-import { AIR_VALUES, CURRENT_HOUR, GAZETTEER, startOpenMeteoStandIn, type StandIn } from "./open-meteo-standin.js"
+import { AIR_VALUES, CURRENT_HOUR, GAZETTEER, type StandIn, startOpenMeteoStandIn } from "./open-meteo-standin.js"
 
 const SERVER = Path.join(repoRoot, "scripts", "weather-server.ts")
 
@@ -86,9 +86,11 @@ const berlin = GAZETTEER.find((g) => g.name === "Berlin")!
 
 const CURRENT_VARIABLES = "temperature_2m,relative_humidity_2m,apparent_temperature,is_day,precipitation,weather_code,"
   + "cloud_cover,pressure_msl,wind_speed_10m,wind_direction_10m,wind_gusts_10m"
-const DAILY_VARIABLES = "weather_code,temperature_2m_max,temperature_2m_min,precipitation_sum,precipitation_probability_max,"
+const DAILY_VARIABLES =
+  "weather_code,temperature_2m_max,temperature_2m_min,precipitation_sum,precipitation_probability_max,"
   + "wind_speed_10m_max,sunrise,sunset"
-const AIR_VARIABLES = "european_aqi,us_aqi,pm2_5,pm10,ozone,nitrogen_dioxide,sulphur_dioxide,carbon_monoxide,dust,uv_index"
+const AIR_VARIABLES =
+  "european_aqi,us_aqi,pm2_5,pm10,ozone,nitrogen_dioxide,sulphur_dioxide,carbon_monoxide,dust,uv_index"
 
 /** A port nothing listens on (bound, then released). */
 const closedPort = () =>
@@ -107,7 +109,12 @@ layer(WeatherLive, { excludeTestServices: true, timeout: 60_000 })("weather serv
     Effect.gen(function*() {
       const { client } = yield* Weather
       const tools = yield* client.tools
-      assert.deepStrictEqual(tools.map((t) => t.name).sort(), ["get_air_quality", "get_current_weather", "get_forecast", "status"])
+      assert.deepStrictEqual(tools.map((t) => t.name).sort(), [
+        "get_air_quality",
+        "get_current_weather",
+        "get_forecast",
+        "status"
+      ])
       for (const tool of tools) {
         assert.strictEqual(tool.outputSchema !== undefined, tool.name === "get_air_quality", tool.name)
       }
@@ -123,7 +130,12 @@ layer(WeatherLive, { excludeTestServices: true, timeout: 60_000 })("weather serv
       const { isError, text } = textOf(outcome)
       assert.isFalse(isError, text)
       assert.deepStrictEqual(standIn.requests.map((r) => r.api), ["geocoding", "forecast"])
-      assert.deepStrictEqual(standIn.requestsTo("geocoding")[0]!.params, { name: "Berlin", count: "1", language: "en", format: "json" })
+      assert.deepStrictEqual(standIn.requestsTo("geocoding")[0]!.params, {
+        name: "Berlin",
+        count: "1",
+        language: "en",
+        format: "json"
+      })
       assert.deepStrictEqual(standIn.requestsTo("forecast")[0]!.params, {
         latitude: String(berlin.latitude),
         longitude: String(berlin.longitude),
@@ -171,7 +183,13 @@ layer(WeatherLive, { excludeTestServices: true, timeout: 60_000 })("weather serv
       const { isError, text } = textOf(outcome)
       assert.isFalse(isError, text)
       const [geo, forecast] = [standIn.requestsTo("geocoding")[0]!, standIn.requestsTo("forecast")[0]!]
-      assert.deepStrictEqual(geo.params, { name: "Paris", count: "1", language: "en", format: "json", countryCode: "FR" })
+      assert.deepStrictEqual(geo.params, {
+        name: "Paris",
+        count: "1",
+        language: "en",
+        format: "json",
+        countryCode: "FR"
+      })
       assert.deepStrictEqual(forecast.params, {
         latitude: "48.85341",
         longitude: "2.3488",
@@ -215,7 +233,12 @@ layer(WeatherLive, { excludeTestServices: true, timeout: 60_000 })("weather serv
       const { standIn } = yield* Weather
       const outcome = yield* call("get_current_weather", { location: "Springfield, Illinois" })
       assert.isFalse(textOf(outcome).isError, textOf(outcome).text)
-      assert.deepStrictEqual(standIn.requestsTo("geocoding")[0]!.params, { name: "Springfield", count: "20", language: "en", format: "json" })
+      assert.deepStrictEqual(standIn.requestsTo("geocoding")[0]!.params, {
+        name: "Springfield",
+        count: "20",
+        language: "en",
+        format: "json"
+      })
       assert.strictEqual(standIn.requestsTo("forecast")[0]!.params.latitude, "39.80172")
       assert.include(textOf(outcome).text, "Springfield, Illinois, United States (39.8017, -89.6437)")
       // Without the qualifier the best-ranked Springfield is taken.
@@ -300,7 +323,13 @@ layer(WeatherLive, { excludeTestServices: true, timeout: 60_000 })("weather serv
           timezone: "GMT",
           timezone_abbreviation: "GMT",
           elevation: 300,
-          current_units: { time: "iso8601", interval: "seconds", european_aqi: "EAQI", us_aqi: "USAQI", pm2_5: "μg/m³" },
+          current_units: {
+            time: "iso8601",
+            interval: "seconds",
+            european_aqi: "EAQI",
+            us_aqi: "USAQI",
+            pm2_5: "μg/m³"
+          },
           current: { time: CURRENT_HOUR, interval: 3600, european_aqi: null, us_aqi: 160, pm2_5: null, pm10: 40 }
         }
       })
@@ -335,7 +364,10 @@ layer(WeatherLive, { excludeTestServices: true, timeout: 60_000 })("weather serv
       // A known name in another country is unknown too.
       expectError(yield* call("get_current_weather", { location: "Berlin, JP" }), `no place named "Berlin, JP"`)
       assert.strictEqual(standIn.requestsTo("geocoding")[0]!.params.countryCode, "JP")
-      expectError(yield* call("get_current_weather", { location: "Springfield, Oregon" }), `no place named "Springfield, Oregon"`)
+      expectError(
+        yield* call("get_current_weather", { location: "Springfield, Oregon" }),
+        `no place named "Springfield, Oregon"`
+      )
     }))
 
   it.effect("Open-Meteo's 400 {error, reason} answer is quoted in the Error text", () =>
@@ -345,25 +377,57 @@ layer(WeatherLive, { excludeTestServices: true, timeout: 60_000 })("weather serv
       standIn.respond("forecast", {
         kind: "json",
         status: 400,
-        json: { reason: "Cannot initialize ForecastVariable from invalid String value foo for key current", error: true }
+        json: {
+          reason: "Cannot initialize ForecastVariable from invalid String value foo for key current",
+          error: true
+        }
       })
       const outcome = yield* client.callTool("get_current_weather", { latitude: 1, longitude: 2 })
-      const text = expectError(outcome, "the forecast API refused the request (HTTP 400): Cannot initialize ForecastVariable")
+      const text = expectError(
+        outcome,
+        "the forecast API refused the request (HTTP 400): Cannot initialize ForecastVariable"
+      )
       assert.notInclude(text, "\n")
-      standIn.respond("geocoding", { kind: "json", status: 400, json: { error: true, reason: "Parameter count must be between 1 and 100." } })
-      expectError(yield* client.callTool("get_air_quality", { location: "Berlin" }), "the geocoding API refused the request (HTTP 400): Parameter count")
+      standIn.respond("geocoding", {
+        kind: "json",
+        status: 400,
+        json: { error: true, reason: "Parameter count must be between 1 and 100." }
+      })
+      expectError(
+        yield* client.callTool("get_air_quality", { location: "Berlin" }),
+        "the geocoding API refused the request (HTTP 400): Parameter count"
+      )
     }))
 
   it.effect("an HTTP 5xx with an HTML body, and a 200 that is not JSON, are Error texts", () =>
     Effect.gen(function*() {
       const { client, standIn } = yield* Weather
       standIn.reset()
-      standIn.respond("air-quality", { kind: "answer", status: 502, body: "<html>Bad Gateway</html>", contentType: "text/html" })
-      expectError(yield* client.callTool("get_air_quality", { latitude: 1, longitude: 2 }), "the air-quality API answered HTTP 502 Bad Gateway")
-      standIn.respond("air-quality", { kind: "answer", status: 200, body: "<html>captive portal</html>", contentType: "text/html" })
-      expectError(yield* client.callTool("get_air_quality", { latitude: 1, longitude: 2 }), "the air-quality API answered something that is not a JSON object")
+      standIn.respond("air-quality", {
+        kind: "answer",
+        status: 502,
+        body: "<html>Bad Gateway</html>",
+        contentType: "text/html"
+      })
+      expectError(
+        yield* client.callTool("get_air_quality", { latitude: 1, longitude: 2 }),
+        "the air-quality API answered HTTP 502 Bad Gateway"
+      )
+      standIn.respond("air-quality", {
+        kind: "answer",
+        status: 200,
+        body: "<html>captive portal</html>",
+        contentType: "text/html"
+      })
+      expectError(
+        yield* client.callTool("get_air_quality", { latitude: 1, longitude: 2 }),
+        "the air-quality API answered something that is not a JSON object"
+      )
       standIn.respond("forecast", { kind: "json", json: { latitude: 1, longitude: 2 } })
-      expectError(yield* client.callTool("get_current_weather", { latitude: 1, longitude: 2 }), "the forecast API answered without a 'current' block")
+      expectError(
+        yield* client.callTool("get_current_weather", { latitude: 1, longitude: 2 }),
+        "the forecast API answered without a 'current' block"
+      )
     }))
 
   it.effect("a dropped connection and an API that never answers are Error texts (the timeout is WEATHER_HTTP_TIMEOUT)", () =>
@@ -371,21 +435,38 @@ layer(WeatherLive, { excludeTestServices: true, timeout: 60_000 })("weather serv
       const { client, standIn } = yield* Weather
       standIn.reset()
       standIn.respond("forecast", { kind: "drop" })
-      expectError(yield* client.callTool("get_forecast", { latitude: 1, longitude: 2 }), "could not reach the forecast API at http://127.0.0.1:")
+      expectError(
+        yield* client.callTool("get_forecast", { latitude: 1, longitude: 2 }),
+        "could not reach the forecast API at http://127.0.0.1:"
+      )
       standIn.respond("forecast", { kind: "hang" })
-      expectError(yield* client.callTool("get_forecast", { latitude: 1, longitude: 2 }), "the forecast API did not answer within 1 s (WEATHER_HTTP_TIMEOUT)")
+      expectError(
+        yield* client.callTool("get_forecast", { latitude: 1, longitude: 2 }),
+        "the forecast API did not answer within 1 s (WEATHER_HTTP_TIMEOUT)"
+      )
     }))
 
   it.effect("bad arguments: neither or both ways of giving a place, a latitude out of range, days out of range", () =>
     Effect.gen(function*() {
       const { client, standIn } = yield* Weather
       standIn.reset()
-      expectError(yield* client.callTool("get_current_weather", {}), "give a location name, or both latitude and longitude")
-      expectError(yield* client.callTool("get_current_weather", { latitude: 5 }), "give a location name, or both latitude and longitude")
+      expectError(
+        yield* client.callTool("get_current_weather", {}),
+        "give a location name, or both latitude and longitude"
+      )
+      expectError(
+        yield* client.callTool("get_current_weather", { latitude: 5 }),
+        "give a location name, or both latitude and longitude"
+      )
       expectError(yield* client.callTool("get_forecast", { location: "Berlin", latitude: 1, longitude: 2 }), "not both")
       expectError(yield* client.callTool("get_current_weather", { location: "B" }), "at least 2 characters")
       // Schema violations are refused by the SDK before the handler runs.
-      for (const args of [{ latitude: 91, longitude: 0 }, { latitude: 1, longitude: 2, days: 17 }, { location: "Berlin", units: "kelvin" }]) {
+      for (
+        const args of [{ latitude: 91, longitude: 0 }, { latitude: 1, longitude: 2, days: 17 }, {
+          location: "Berlin",
+          units: "kelvin"
+        }]
+      ) {
         const result = textOf(yield* client.callTool("get_forecast", args))
         assert.isTrue(result.isError, result.text)
         assert.include(result.text, "Input validation error")
@@ -416,11 +497,18 @@ layer(WeatherLive, { excludeTestServices: true, timeout: 60_000 })("weather serv
 
       // One good call (two requests) and one refused (one request).
       yield* client.callTool("get_current_weather", { location: "Tokyo" })
-      standIn.respond("air-quality", { kind: "json", status: 400, json: { error: true, reason: "Latitude must be in range of -90 to 90°. Given: 91.0." } })
+      standIn.respond("air-quality", {
+        kind: "json",
+        status: 400,
+        json: { error: true, reason: "Latitude must be in range of -90 to 90°. Given: 91.0." }
+      })
       yield* client.callTool("get_air_quality", { latitude: 1, longitude: 2 })
       const second = textOf(yield* client.callTool("status", {})).text
       assert.deepStrictEqual(counts(second), { total: before.total + 3, ok: before.ok + 2, failed: before.failed + 1 })
-      assert.include(second, "last failure: the air-quality API refused the request (HTTP 400): Latitude must be in range")
+      assert.include(
+        second,
+        "last failure: the air-quality API refused the request (HTTP 400): Latitude must be in range"
+      )
 
       standIn.reset()
       standIn.respond("geocoding", { kind: "answer", status: 503, body: "down" })
@@ -444,14 +532,19 @@ describe("weather server, other settings", () => {
       const failed = textOf(yield* client.callTool("get_forecast", { location: "Berlin" })).text
       const status = textOf(yield* client.callTool("status", {})).text
       assert.include(status, "API key: set (WEATHER_API_KEY)")
-      for (const text of [textOf(outcome).text, failed, status, ...logs.lines.map((l) => l.text)]) assert.notInclude(text, key)
+      for (const text of [textOf(outcome).text, failed, status, ...logs.lines.map((l) => l.text)]) {
+        assert.notInclude(text, key)
+      }
     }), { timeout: 60_000 })
 
   it.scopedLive("an API that is not listening: could not reach it", () =>
     Effect.gen(function*() {
       const port = yield* closedPort()
       const { client } = yield* startHarness({ WEATHER_GEOCODING_URL: `http://127.0.0.1:${port}/v1/search` })
-      const text = expectError(yield* client.callTool("get_current_weather", { location: "Berlin" }), "could not reach the geocoding API")
+      const text = expectError(
+        yield* client.callTool("get_current_weather", { location: "Berlin" }),
+        "could not reach the geocoding API"
+      )
       assert.include(text, `127.0.0.1:${port}`)
       assert.include(text, "ECONNREFUSED")
     }), { timeout: 60_000 })
@@ -460,7 +553,18 @@ describe("weather server, other settings", () => {
     Effect.gen(function*() {
       const { code, stderr, stdout } = yield* runCli(["--help"])
       assert.strictEqual(code, 0, stderr)
-      for (const word of ["get_current_weather", "get_forecast", "get_air_quality", "status", "WEATHER_FORECAST_URL", "WEATHER_AIR_QUALITY_URL", "WEATHER_GEOCODING_URL", "WEATHER_HTTP_TIMEOUT"]) {
+      for (
+        const word of [
+          "get_current_weather",
+          "get_forecast",
+          "get_air_quality",
+          "status",
+          "WEATHER_FORECAST_URL",
+          "WEATHER_AIR_QUALITY_URL",
+          "WEATHER_GEOCODING_URL",
+          "WEATHER_HTTP_TIMEOUT"
+        ]
+      ) {
         assert.include(stdout, word)
       }
     }), { timeout: 30_000 })

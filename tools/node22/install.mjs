@@ -25,7 +25,9 @@ if (result.error !== undefined || result.status !== 0) {
     ? `npm was killed by ${result.signal}`
     : `npm exited with code ${result.status}`
   process.stderr.write(
-    `\ntools/node22 (Node 22 and the MCP conformance CLI) was not installed: \`npm ${args.join(" ")}\` failed: ${what}.\n` +
+    `\ntools/node22 (Node 22 and the MCP conformance CLI) was not installed: \`npm ${
+      args.join(" ")
+    }\` failed: ${what}.\n` +
       `The root packages are installed; the conformance tests need this one. Retry with: npm ci --prefix tools/node22\n`
   )
   process.exit(result.status === null || result.status === 0 ? 1 : result.status)

@@ -55,7 +55,9 @@ export const fromWire = (wire: unknown): Option.Option<McpTool> => {
   const taskSupport: TaskSupport = ts === "optional" || ts === "required" ? ts : "forbidden"
   const title = str(wire.title) ?? (isObject(wire.annotations) ? str(wire.annotations.title) : undefined)
   const description = str(wire.description)
-  const annotations = isObject(wire.annotations) ? Option.getOrUndefined(decodeAnnotations(wire.annotations)) : undefined
+  const annotations = isObject(wire.annotations)
+    ? Option.getOrUndefined(decodeAnnotations(wire.annotations))
+    : undefined
   // One props object filled in place (no spread temporaries: a 5,000-tool list builds 5,000
   // tools), its fields in the schema's order, as a validating constructor would leave them.
   const props = { name } as Mutable<McpTool>

@@ -38,8 +38,7 @@ const byExt: Readonly<Record<string, string>> = Object.fromEntries(
 )
 
 /** The file extension for a MIME type (parameters ignored); `bin` when unknown. */
-export const extensionFor = (mimeType: string): string =>
-  byMime[mimeType.split(";")[0]!.trim().toLowerCase()] ?? "bin"
+export const extensionFor = (mimeType: string): string => byMime[mimeType.split(";")[0]!.trim().toLowerCase()] ?? "bin"
 
 /** The `Content-Type` for a file extension; `application/octet-stream` when unknown. */
 export const contentTypeFor = (extension: string): string =>

@@ -19,8 +19,7 @@ export interface QualifiedToolName {
 }
 
 /** `mcp__<server>__<tool>`. */
-export const format = (server: ServerName.ServerName, tool: string): string =>
-  `${prefix}${server}${separator}${tool}`
+export const format = (server: ServerName.ServerName, tool: string): string => `${prefix}${server}${separator}${tool}`
 
 /**
  * Splits `mcp__<server>__<tool>` back into its parts; `None` for any name that is not one.

@@ -142,9 +142,18 @@ describe("McpTool.fromWire", () => {
     assert.strictEqual(t.taskSupport, "forbidden")
     deepStrictEqual(t.inputSchema, { type: "object" })
     assert.isFalse("outputSchema" in t)
-    assert.strictEqual(Option.getOrThrow(McpTool.fromWire({ name: "x", execution: { taskSupport: "bogus" } })).taskSupport, "forbidden")
-    assert.strictEqual(Option.getOrThrow(McpTool.fromWire({ name: "x", execution: { taskSupport: "required" } })).taskSupport, "required")
-    assert.strictEqual(Option.getOrThrow(McpTool.fromWire({ name: "x", taskSupport: "required" })).taskSupport, "forbidden")
+    assert.strictEqual(
+      Option.getOrThrow(McpTool.fromWire({ name: "x", execution: { taskSupport: "bogus" } })).taskSupport,
+      "forbidden"
+    )
+    assert.strictEqual(
+      Option.getOrThrow(McpTool.fromWire({ name: "x", execution: { taskSupport: "required" } })).taskSupport,
+      "required"
+    )
+    assert.strictEqual(
+      Option.getOrThrow(McpTool.fromWire({ name: "x", taskSupport: "required" })).taskSupport,
+      "forbidden"
+    )
   })
 
   it("keeps outputSchema and annotations; drops malformed optional fields", () => {

@@ -80,7 +80,12 @@ describe("ToolName", () => {
   it.prop("parse is sound: whatever it accepts formats back to the same string", [
     fc.oneof(
       fc.string(),
-      fc.tuple(fc.constantFrom("mcp__", "mcp_", "mcp___", "MCP__", ""), fc.string(), fc.constantFrom("__", "_", ""), fc.string())
+      fc.tuple(
+        fc.constantFrom("mcp__", "mcp_", "mcp___", "MCP__", ""),
+        fc.string(),
+        fc.constantFrom("__", "_", ""),
+        fc.string()
+      )
         .map((parts) => parts.join(""))
     )
   ], ([name]) => {
@@ -92,10 +97,14 @@ describe("ToolName", () => {
     }
   })
 
-  it.prop("no prefix: None", [fc.string().filter((s) => !s.startsWith("mcp__")), serverName, toolName], ([pre, s, t]) => {
-    assert.isTrue(Option.isNone(ToolName.parse(`${pre}${s}__${t}`)))
-    assert.isTrue(Option.isNone(ToolName.parse(`${s}__${t}`)))
-  })
+  it.prop(
+    "no prefix: None",
+    [fc.string().filter((s) => !s.startsWith("mcp__")), serverName, toolName],
+    ([pre, s, t]) => {
+      assert.isTrue(Option.isNone(ToolName.parse(`${pre}${s}__${t}`)))
+      assert.isTrue(Option.isNone(ToolName.parse(`${s}__${t}`)))
+    }
+  )
 
   it.prop("empty tool: None", [serverName], ([s]) => {
     assert.isTrue(Option.isNone(ToolName.parse(`mcp__${s}__`)))
@@ -104,8 +113,11 @@ describe("ToolName", () => {
 
   it.prop(
     "invalid server (before the first '__'): None",
-    [fc.oneof(invalid.empty, invalid.tooLong, invalid.badChar, invalid.leadingUnderscore)
-      .filter((s) => !s.includes("__") && !s.endsWith("_")), toolName],
+    [
+      fc.oneof(invalid.empty, invalid.tooLong, invalid.badChar, invalid.leadingUnderscore)
+        .filter((s) => !s.includes("__") && !s.endsWith("_")),
+      toolName
+    ],
     ([s, t]) => {
       assert.isTrue(Option.isNone(ToolName.parse(`mcp__${s}__${t}`)), `mcp__${s}__${t}`)
     }
@@ -116,7 +128,10 @@ describe("ToolName", () => {
       ToolName.parse("mcp__srv___x__y"),
       Option.some({ server: ServerName.make("srv"), tool: "_x__y" })
     )
-    deepStrictEqual(ToolName.parse("mcp__a-b_c__mcp__d"), Option.some({ server: ServerName.make("a-b_c"), tool: "mcp__d" }))
+    deepStrictEqual(
+      ToolName.parse("mcp__a-b_c__mcp__d"),
+      Option.some({ server: ServerName.make("a-b_c"), tool: "mcp__d" })
+    )
     assert.isTrue(Option.isNone(ToolName.parse("mcp____tool")))
     assert.isTrue(Option.isNone(ToolName.parse("mcp__")))
     assert.isTrue(Option.isNone(ToolName.parse("")))

@@ -135,11 +135,13 @@ const extractMixed = (
           warnings.push(`an ${block.type} block had no valid base64 data and was dropped`)
           break
         }
-        items.push(new McpCallResult.McpInlineMedia({
-          kind: block.type,
-          mimeType: typeof block.mimeType === "string" ? block.mimeType : "application/octet-stream",
-          data
-        }, true))
+        items.push(
+          new McpCallResult.McpInlineMedia({
+            kind: block.type,
+            mimeType: typeof block.mimeType === "string" ? block.mimeType : "application/octet-stream",
+            data
+          }, true)
+        )
         break
       }
       case "resource": {
@@ -151,12 +153,14 @@ const extractMixed = (
             warnings.push("an embedded resource had no valid base64 blob and was dropped")
             break
           }
-          items.push(new McpCallResult.McpInlineMedia({
-            kind: "resource",
-            mimeType: typeof resource.mimeType === "string" ? resource.mimeType : "application/octet-stream",
-            data,
-            ...(uri !== undefined ? { uri } : {})
-          }, true))
+          items.push(
+            new McpCallResult.McpInlineMedia({
+              kind: "resource",
+              mimeType: typeof resource.mimeType === "string" ? resource.mimeType : "application/octet-stream",
+              data,
+              ...(uri !== undefined ? { uri } : {})
+            }, true)
+          )
         } else if (typeof resource.text === "string") {
           texts.push(resource.text)
         }
@@ -164,11 +168,13 @@ const extractMixed = (
       }
       case "resource_link": {
         if (typeof block.uri !== "string") break
-        items.push(new McpCallResult.McpResourceLink({
-          uri: block.uri,
-          ...(typeof block.mimeType === "string" ? { mimeType: block.mimeType } : {}),
-          ...(typeof block.name === "string" ? { name: block.name } : {})
-        }, true))
+        items.push(
+          new McpCallResult.McpResourceLink({
+            uri: block.uri,
+            ...(typeof block.mimeType === "string" ? { mimeType: block.mimeType } : {}),
+            ...(typeof block.name === "string" ? { name: block.name } : {})
+          }, true)
+        )
         break
       }
     }

@@ -122,7 +122,13 @@ const choicesOf = (schema: Json): ReadonlyArray<Choice> | undefined => {
 }
 
 const fieldOf = (name: string, schema: Json, required: boolean): Field | string => {
-  const base = { name, title: str(schema.title), description: str(schema.description), required, masked: isMasked(name, schema) }
+  const base = {
+    name,
+    title: str(schema.title),
+    description: str(schema.description),
+    required,
+    masked: isMasked(name, schema)
+  }
   switch (schema.type) {
     case "string": {
       const choices = choicesOf(schema)
@@ -163,7 +169,9 @@ const fieldOf = (name: string, schema: Json, required: boolean): Field | string 
       }
     }
     default:
-      return `field '${name}': type ${JSON.stringify(schema.type)} is not one of string, number, integer, boolean, array`
+      return `field '${name}': type ${
+        JSON.stringify(schema.type)
+      } is not one of string, number, integer, boolean, array`
   }
 }
 
@@ -226,8 +234,12 @@ const checkValue = (field: Field, value: unknown): string | undefined => {
       if (!Array.isArray(value) || !value.every((v) => field.choices.some((c) => c.value === v))) {
         return `must be a list of ${field.choices.map((c) => c.value).join(", ")}`
       }
-      if (field.minItems !== undefined && value.length < field.minItems) return `needs at least ${field.minItems} choices`
-      if (field.maxItems !== undefined && value.length > field.maxItems) return `takes at most ${field.maxItems} choices`
+      if (field.minItems !== undefined && value.length < field.minItems) {
+        return `needs at least ${field.minItems} choices`
+      }
+      if (field.maxItems !== undefined && value.length > field.maxItems) {
+        return `takes at most ${field.maxItems} choices`
+      }
       return undefined
     }
   }

@@ -30,7 +30,7 @@ import * as JsonRpc from "./JsonRpc.js"
 import * as McpClient from "./McpClient.js"
 import * as McpLog from "./McpLog.js"
 import { DEFAULT_MAX_MESSAGE_BYTES, features } from "./Protocol.js"
-import { Transport, type Service } from "./Transport.js"
+import { type Service, Transport } from "./Transport.js"
 
 /** Where the server is and how to talk to it. */
 export interface Options {
@@ -125,11 +125,15 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       ...(!forInitialize && protocolVersion !== undefined ? { "mcp-protocol-version": protocolVersion } : {})
     })
     /** The headers of a POST; those after initialize are built once per session. */
-    let postHeadersCache: { session?: string | undefined; version?: string | undefined; headers: HttpExchange.Headers } | undefined
+    let postHeadersCache:
+      | { session?: string | undefined; version?: string | undefined; headers: HttpExchange.Headers }
+      | undefined
     const postHeaders = (forInitialize: boolean): HttpExchange.Headers => {
       if (forInitialize) return { ...headers(true), "content-type": "application/json" }
       const cached = postHeadersCache
-      if (cached !== undefined && cached.session === sessionId && cached.version === protocolVersion) return cached.headers
+      if (cached !== undefined && cached.session === sessionId && cached.version === protocolVersion) {
+        return cached.headers
+      }
       const fresh = { ...headers(false), "content-type": "application/json" }
       postHeadersCache = { session: sessionId, version: protocolVersion, headers: fresh }
       return fresh
@@ -321,7 +325,9 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         if (stale !== undefined) {
           return yield* fail(
             id,
-            httpError(`task ${stale} belonged to a session that expired; the server has forgotten it — call the tool again`)
+            httpError(
+              `task ${stale} belonged to a session that expired; the server has forgotten it — call the tool again`
+            )
           )
         }
         const isInit = isRequest(message) && message.method === "initialize"
@@ -360,7 +366,10 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         if (status >= 400) {
           const body = (yield* HttpExchange.readCapped(response, 64 * 1024))?.toString("utf8") ?? ""
           const detail = body.length > 0 && body.length < 300 ? `: ${body}` : ""
-          return yield* fail(id, httpError(`${isRequest(message) ? message.method : "a message"} failed${detail}`, status))
+          return yield* fail(
+            id,
+            httpError(`${isRequest(message) ? message.method : "a message"} failed${detail}`, status)
+          )
         }
         if (legacyEndpoint !== undefined) return // legacy: answers come on the SSE stream
         const type = contentType(response)
@@ -387,7 +396,10 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           return
         }
         if (id !== undefined) {
-          return yield* fail(id, httpError(`the server answered with content type '${type || "none"}', not JSON or SSE`))
+          return yield* fail(
+            id,
+            httpError(`the server answered with content type '${type || "none"}', not JSON or SSE`)
+          )
         }
       })
 
@@ -429,13 +441,15 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
             HttpExchange.release(response)
             return done()
           }
-          handler = runFork(respond(message, response, usedSession, false).pipe(
-            Effect.catchAll((error) => fail(id, error)),
-            Effect.ensuring(Effect.sync(() => {
-              HttpExchange.release(response)
-              done()
-            }))
-          ))
+          handler = runFork(
+            respond(message, response, usedSession, false).pipe(
+              Effect.catchAll((error) => fail(id, error)),
+              Effect.ensuring(Effect.sync(() => {
+                HttpExchange.release(response)
+                done()
+              }))
+            )
+          )
           FiberSet.unsafeAdd(fibers, handler)
         },
         (error) => {
@@ -471,7 +485,12 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           if (contentType(response).startsWith("text/event-stream")) yield* readSse(response, () => {})
           else yield* HttpExchange.readCapped(response, maxBytes)
           yield* Effect.scoped(
-            exchange(mainTarget, "POST", postHeaders(false), JSON.stringify(JsonRpc.notification("notifications/initialized")))
+            exchange(
+              mainTarget,
+              "POST",
+              postHeaders(false),
+              JSON.stringify(JsonRpc.notification("notifications/initialized"))
+            )
           )
           // The new session gets its own GET stream at once (the old one belonged to the old session).
           yield* startListening
@@ -534,7 +553,10 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         const stream = Effect.gen(function*() {
           const response = yield* exchange(mainTarget, "GET", { ...headers(false), accept: "text/event-stream" })
           if (response.statusCode !== 200) {
-            return yield* httpError("neither streamable HTTP nor the legacy SSE transport is served here", response.statusCode)
+            return yield* httpError(
+              "neither streamable HTTP nor the legacy SSE transport is served here",
+              response.statusCode
+            )
           }
           yield* readSse(response, (event) => {
             if (event.event === "endpoint") Deferred.unsafeDone(endpoint, Exit.succeed(new URL(event.data, url).href))
@@ -542,12 +564,15 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           })
           if (!closed) end(httpError("the server closed its legacy SSE stream"))
         }).pipe(Effect.scoped)
-        yield* FiberSet.run(fibers, stream.pipe(Effect.catchAll((error) =>
-          Effect.sync(() => {
-            Deferred.unsafeDone(endpoint, Exit.die(error))
-            end(error)
-          })
-        )))
+        yield* FiberSet.run(
+          fibers,
+          stream.pipe(Effect.catchAll((error) =>
+            Effect.sync(() => {
+              Deferred.unsafeDone(endpoint, Exit.die(error))
+              end(error)
+            })
+          ))
+        )
         const named = yield* Deferred.await(endpoint).pipe(
           Effect.catchAllDefect(() => Effect.fail(httpError("the legacy SSE stream ended before it named an endpoint")))
         )
@@ -648,4 +673,5 @@ export const client = (
 export const layerClient = (
   options: Options,
   clientOptions?: McpClient.Options
-): Layer.Layer<McpClient.McpClient, McpError.McpError> => Layer.scoped(McpClient.McpClient, client(options, clientOptions))
+): Layer.Layer<McpClient.McpClient, McpError.McpError> =>
+  Layer.scoped(McpClient.McpClient, client(options, clientOptions))

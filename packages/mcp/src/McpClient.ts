@@ -54,7 +54,9 @@ export interface Options {
   /** The longest wait for a task that has no ttl (default 1 h). */
   readonly maxTaskWait?: Duration.DurationInput | undefined
   /** The bounds a server's `pollInterval` is clamped to (default 500 ms – 30 s). */
-  readonly pollIntervalBounds?: { readonly min: Duration.DurationInput; readonly max: Duration.DurationInput } | undefined
+  readonly pollIntervalBounds?:
+    | { readonly min: Duration.DurationInput; readonly max: Duration.DurationInput }
+    | undefined
   /** How long an abandoned task-augmented call waits for its task handle, to cancel it (default 10 s). */
   readonly taskHandleGrace?: Duration.DurationInput | undefined
   /** How long a person has to answer an elicitation before it is answered `cancel` (default 5 min). */
@@ -245,7 +247,14 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     const serverTaskCalls = features.tasks &&
       Connection.isObject(path(identity.capabilities, "tasks", "requests", "tools", "call"))
     const serverTaskCancel = Connection.isObject(path(identity.capabilities, "tasks", "cancel"))
-    const tasks = TaskCalls.make(conn, requests, taskSignals, taskProgress, serverTaskCancel, yield* Effect.runtime<never>())
+    const tasks = TaskCalls.make(
+      conn,
+      requests,
+      taskSignals,
+      taskProgress,
+      serverTaskCancel,
+      yield* Effect.runtime<never>()
+    )
     yield* conn.log("lifecycle", `connected: ${serverName}, protocol ${identity.protocolVersion}`)
     const { callTool } = ToolCalls.make(conn, requests, cache, features, serverTaskCalls, tasks.callAsTask)
 
@@ -259,8 +268,11 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       toolListChanges: cache.toolList.changes.pipe(Stream.filterMap((x) => x)),
       callTool,
       request: (method, params, options) =>
-        Span.hot("McpClient.request", () => ({ "mcp.server": server, "mcp.method": method }), () =>
-          requests.request(method, params, options)),
+        Span.hot(
+          "McpClient.request",
+          () => ({ "mcp.server": server, "mcp.method": method }),
+          () => requests.request(method, params, options)
+        ),
       notify: requests.notify,
       events: Stream.fromPubSub(events),
       notifications: Stream.fromPubSub(notifications),

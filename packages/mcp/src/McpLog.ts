@@ -61,4 +61,5 @@ export const emit = (server: string, tag: Tag, text: string): Effect.Effect<void
   Effect.flatMap(McpLogSink, (sink) => sink.emit({ server, tag, text }))
 
 /** True when `u` is an MCP log level. */
-export const isLevel = (u: unknown): u is Level => typeof u === "string" && (levels as ReadonlyArray<string>).includes(u)
+export const isLevel = (u: unknown): u is Level =>
+  typeof u === "string" && (levels as ReadonlyArray<string>).includes(u)

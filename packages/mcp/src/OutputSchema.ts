@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Validator, type Schema, type SchemaDraft } from "@cfworker/json-schema"
+import { type Schema, type SchemaDraft, Validator } from "@cfworker/json-schema"
 
 const draftOf = (schema: { readonly [key: string]: unknown }): SchemaDraft => {
   const uri = typeof schema.$schema === "string" ? schema.$schema : ""

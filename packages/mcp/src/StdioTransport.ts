@@ -18,10 +18,10 @@ import * as DirectDelivery from "./internal/directDelivery.js"
 import * as LineFramer from "./internal/lineFramer.js"
 import * as StderrLines from "./internal/stderrLines.js"
 import * as JsonRpc from "./JsonRpc.js"
+import * as McpClient from "./McpClient.js"
 import * as McpLog from "./McpLog.js"
 import { DEFAULT_MAX_MESSAGE_BYTES } from "./Protocol.js"
-import * as McpClient from "./McpClient.js"
-import { Transport, type Service } from "./Transport.js"
+import { type Service, Transport } from "./Transport.js"
 
 /** How to start the server and how patiently to stop it. */
 export interface Options {
@@ -135,7 +135,9 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
         let spawned = false
         handle.once("error", (error: NodeJS.ErrnoException) => {
           if (!spawned) {
-            resume(Effect.fail(new McpError.McpSpawnError({ server, command: commandLine, reason: spawnReason(error) })))
+            resume(
+              Effect.fail(new McpError.McpSpawnError({ server, command: commandLine, reason: spawnReason(error) }))
+            )
           } else {
             log("lifecycle", `process error: ${error.message}`)
           }
@@ -284,4 +286,5 @@ export const client = (
 export const layerClient = (
   options: Options,
   clientOptions?: McpClient.Options
-): Layer.Layer<McpClient.McpClient, McpError.McpError> => Layer.scoped(McpClient.McpClient, client(options, clientOptions))
+): Layer.Layer<McpClient.McpClient, McpError.McpError> =>
+  Layer.scoped(McpClient.McpClient, client(options, clientOptions))

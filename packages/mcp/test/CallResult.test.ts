@@ -68,7 +68,10 @@ describe("CallResult.extract", () => {
       for (const [i, block] of media.entries()) {
         const item = m.items[i]!
         if (block.type === "resource_link" && "uri" in block) {
-          deepStrictEqual(item, McpCallResult.McpResourceLink.make({ uri: block.uri, name: "n", mimeType: "text/plain" }))
+          deepStrictEqual(
+            item,
+            McpCallResult.McpResourceLink.make({ uri: block.uri, name: "n", mimeType: "text/plain" })
+          )
         } else {
           assert.instanceOf(item, McpCallResult.McpInlineMedia)
           assert.strictEqual((item as McpCallResult.McpInlineMedia).kind, block.type)
@@ -144,7 +147,9 @@ describe("CallResult.extract", () => {
       const { result } = CallResult.extract(wire)
       assert.isTrue(result._tag !== "Task" && result.isError, JSON.stringify(wire))
     }
-    assert.isFalse((CallResult.extract({ content: [text("x")], isError: "yes" }).result as McpCallResult.McpText).isError)
+    assert.isFalse(
+      (CallResult.extract({ content: [text("x")], isError: "yes" }).result as McpCallResult.McpText).isError
+    )
   })
 
   it("garbage in: an empty text result", () => {
@@ -161,16 +166,20 @@ describe("CallResult.extract", () => {
     ttl: fc.option(fc.nat(), { nil: null })
   }, { requiredKeys: ["taskId", "status"] })
 
-  it.prop("a CreateTaskResult is recognised, nested or top-level, only when a task was requested", [task, fc.boolean()], (
-    [t, nested]
-  ) => {
-    const wire = nested ? { task: t } : t
-    const handle = McpCallResult.McpTaskHandle.make(t)
-    deepStrictEqual(CallResult.extract(wire, { taskRequested: true }).result, handle)
-    deepStrictEqual(CallResult.parseCreateTask(wire), handle)
-    assert.strictEqual(CallResult.extract(wire).result._tag, "Text")
-    assert.strictEqual(CallResult.extract(wire, { taskRequested: false }).result._tag, "Text")
-  })
+  it.prop(
+    "a CreateTaskResult is recognised, nested or top-level, only when a task was requested",
+    [task, fc.boolean()],
+    (
+      [t, nested]
+    ) => {
+      const wire = nested ? { task: t } : t
+      const handle = McpCallResult.McpTaskHandle.make(t)
+      deepStrictEqual(CallResult.extract(wire, { taskRequested: true }).result, handle)
+      deepStrictEqual(CallResult.parseCreateTask(wire), handle)
+      assert.strictEqual(CallResult.extract(wire).result._tag, "Text")
+      assert.strictEqual(CallResult.extract(wire, { taskRequested: false }).result._tag, "Text")
+    }
+  )
 
   it("a task-requested call answered with a plain result is classified as usual", () => {
     const { result } = CallResult.extract({ content: [text("done")] }, { taskRequested: true })

@@ -112,7 +112,11 @@ type Command =
     readonly notify: boolean
   }
   | { readonly _tag: "elicit" }
-  | { readonly _tag: "elicitAnswer"; readonly pick: number; readonly action: "accept" | "invalid" | "decline" | "cancel" }
+  | {
+    readonly _tag: "elicitAnswer"
+    readonly pick: number
+    readonly action: "accept" | "invalid" | "decline" | "cancel"
+  }
   | { readonly _tag: "elicitExpire"; readonly pick: number; readonly extra: number }
   | { readonly _tag: "elicitCancel"; readonly pick: number }
   | { readonly _tag: "crash" }
@@ -359,7 +363,13 @@ class Model {
   }
   scopeClosed = false
 
-  private request(sig: string, method: string, call: ModelCall | undefined, taskId: string | undefined, timeout: number) {
+  private request(
+    sig: string,
+    method: string,
+    call: ModelCall | undefined,
+    taskId: string | undefined,
+    timeout: number
+  ) {
     const r: ModelRequest = {
       sig,
       method,
@@ -391,7 +401,9 @@ class Model {
   private cancelTask(task: ModelTask) {
     if (this.closed !== undefined) return
     task.cancelDue = true
-    if (this.cancelCap) this.request(`tasks/cancel ${task.taskId}`, "tasks/cancel", undefined, task.taskId, CALL_TIMEOUT)
+    if (this.cancelCap) {
+      this.request(`tasks/cancel ${task.taskId}`, "tasks/cancel", undefined, task.taskId, CALL_TIMEOUT)
+    }
   }
 
   private newTask(answer: Extract<PeerAnswer, { _tag: "task" }>, call: ModelCall | undefined): ModelTask {
@@ -602,7 +614,7 @@ class Model {
     let next = Infinity
     const open = this.openElicitations()
     for (const e of open) next = Math.min(next, e.deadline)
-    if (open.length === 0) for (const r of this.pending) next = Math.min(next, r.deadline)
+    if (open.length === 0) { for (const r of this.pending) next = Math.min(next, r.deadline) }
     for (const c of this.calls) if (c.wakeAt !== undefined) next = Math.min(next, c.wakeAt)
     return next
   }
@@ -713,7 +725,10 @@ const runSequence = (
     }
 
     const scope = yield* Scope.make()
-    const { client, peer } = yield* Memory.connect({ peer: { capabilities: capabilities(input.cancel) }, client: clientOptions })
+    const { client, peer } = yield* Memory.connect({
+      peer: { capabilities: capabilities(input.cancel) },
+      client: clientOptions
+    })
       .pipe(
         Effect.provideService(Elicitation.ElicitationHandler, handler),
         Effect.provideService(McpLog.McpLogSink, log.sink),
@@ -740,7 +755,9 @@ const runSequence = (
         const p = paramsOf(m)
         switch (m.method) {
           case "tools/call": {
-            const args = typeof p.arguments === "object" && p.arguments !== null ? (p.arguments as Record<string, unknown>) : {}
+            const args = typeof p.arguments === "object" && p.arguments !== null
+              ? (p.arguments as Record<string, unknown>)
+              : {}
             return sigCall(String(args.marker), p.task !== undefined ? "task" : "plain")
           }
           case "tasks/get":
@@ -768,7 +785,9 @@ const runSequence = (
       let last = ""
       for (let i = 0; i < 200; i++) {
         yield* macrotask
-        const fingerprint = `${peer.history().length}/${Chunk.size(yield* TestClock.sleeps())}/${fibersDone()}/${asks.size}`
+        const fingerprint = `${peer.history().length}/${
+          Chunk.size(yield* TestClock.sleeps())
+        }/${fibersDone()}/${asks.size}`
         if (fingerprint === last) return
         last = fingerprint
       }
@@ -786,7 +805,9 @@ const runSequence = (
         for (const message of messages) {
           if (Memory.isRequest(message)) {
             const p = paramsOf(message)
-            const args = typeof p.arguments === "object" && p.arguments !== null ? (p.arguments as Record<string, unknown>) : {}
+            const args = typeof p.arguments === "object" && p.arguments !== null
+              ? (p.arguments as Record<string, unknown>)
+              : {}
             const r: Received = {
               id: message.id,
               method: message.method,
@@ -806,9 +827,11 @@ const runSequence = (
         const expected = model.takeExpected()
         trace.push(`  t=${now} ${label}: sent ${JSON.stringify(actual)}`)
         if (JSON.stringify(sorted(actual)) !== JSON.stringify(sorted(expected))) {
-          failWith(`at t=${now} after ${label}: the client sent\n  ${JSON.stringify(sorted(actual))}\nthe model expected\n  ${
-            JSON.stringify(sorted(expected))
-          }`)
+          failWith(
+            `at t=${now} after ${label}: the client sent\n  ${JSON.stringify(sorted(actual))}\nthe model expected\n  ${
+              JSON.stringify(sorted(expected))
+            }`
+          )
         }
         // Answers to requests nobody waits for any more are dropped with a warning, and only those.
         const lines = log.lines()
@@ -820,9 +843,11 @@ const runSequence = (
         const wantDropped = model.dropped.map((id) => JSON.stringify(id))
         model.dropped = []
         if (JSON.stringify(sorted(dropped)) !== JSON.stringify(sorted(wantDropped))) {
-          failWith(`at t=${now} after ${label}: the client dropped answers to ${JSON.stringify(dropped)}, the model expected ${
-            JSON.stringify(wantDropped)
-          }`)
+          failWith(
+            `at t=${now} after ${label}: the client dropped answers to ${JSON.stringify(dropped)}, the model expected ${
+              JSON.stringify(wantDropped)
+            }`
+          )
         }
         // Bind the ids of the requests sent this step to the model's requests.
         for (const message of messages) {
@@ -839,9 +864,11 @@ const runSequence = (
           const actualOutcome = exit === null ? undefined : outcomeOf(exit)
           if (exit !== null && !settledAt.has(n)) settledAt.set(n, now)
           if (JSON.stringify(actualOutcome) !== JSON.stringify(call.outcome)) {
-            failWith(`at t=${now} after ${label}: call ${call.marker} (${call.kind}) is ${show(actualOutcome)}, the model says ${
-              show(call.outcome)
-            }`)
+            failWith(
+              `at t=${now} after ${label}: call ${call.marker} (${call.kind}) is ${
+                show(actualOutcome)
+              }, the model says ${show(call.outcome)}`
+            )
           }
         }
       })
@@ -870,7 +897,11 @@ const runSequence = (
       Effect.gen(function*() {
         const n = fibers.length
         const fiber = yield* Effect.forkIn(
-          client.callTool(kind === "plain" ? "plain" : "long", { marker: `c${n}` }, timeout === undefined ? {} : { timeout }),
+          client.callTool(
+            kind === "plain" ? "plain" : "long",
+            { marker: `c${n}` },
+            timeout === undefined ? {} : { timeout }
+          ),
           scope
         )
         fibers.push(fiber)
@@ -910,7 +941,13 @@ const runSequence = (
             // Sometimes the task finishes just as it is polled.
             if (t.status === "working" && variant % 4 === 1) t.status = "completed"
             if (t.status === "working" && variant % 4 === 2) t.status = "failed"
-            model.onAnswer(r.id, { _tag: "task", taskId: r.taskId!, status: t.status, pollInterval: t.pollInterval, ttl: t.ttl })
+            model.onAnswer(r.id, {
+              _tag: "task",
+              taskId: r.taskId!,
+              status: t.status,
+              pollInterval: t.pollInterval,
+              ttl: t.ttl
+            })
             return peer.push(JsonRpc.success(r.id, taskWire(r.taskId!, t.status, t.pollInterval, t.ttl)))
           }
           case "tasks/result": {
@@ -982,7 +1019,9 @@ const runSequence = (
           let target = model.now + CALL_TIMEOUT
           if (call !== undefined) {
             if (call.wakeAt !== undefined) target = call.wakeAt
-            else if (call.waitingOn !== undefined && model.openElicitations().length === 0) target = call.waitingOn.deadline
+            else if (call.waitingOn !== undefined && model.openElicitations().length === 0) {
+              target = call.waitingOn.deadline
+            }
           }
           target = Math.max(model.now + 1, target + cmd.extra)
           trace.push(`  past ${call?.marker ?? "-"}: to ${target}`)
@@ -1002,7 +1041,9 @@ const runSequence = (
         case "answer": {
           if (crashed || outstanding.length === 0) break
           // Mostly the newest requests (a task's latest poll), sometimes an old one (a late answer).
-          const i = cmd.oldest ? cmd.pick % outstanding.length : outstanding.length - 1 - (cmd.pick % outstanding.length)
+          const i = cmd.oldest
+            ? cmd.pick % outstanding.length
+            : outstanding.length - 1 - (cmd.pick % outstanding.length)
           const r = outstanding[i]!
           outstanding = outstanding.filter((_, j) => j !== i)
           trace.push(`  answer ${r.sig} (id ${JSON.stringify(r.id)})`)
@@ -1029,7 +1070,9 @@ const runSequence = (
           if (crashed) break
           const key = `e${model.elicitations.length}`
           elicitationOpened.set(key, model.now)
-          yield* peer.push(JsonRpc.request(key, "elicitation/create", { mode: "form", message: key, requestedSchema: FORM }))
+          yield* peer.push(
+            JsonRpc.request(key, "elicitation/create", { mode: "form", message: key, requestedSchema: FORM })
+          )
           model.openElicitation(key)
           break
         }
@@ -1134,7 +1177,9 @@ const runSequence = (
         const o = c.outcome
         bump(`${c.kind} ${o?._tag} ${o?._tag === "fail" ? o.error : o?._tag === "ok" ? o.isError : ""}`)
       }
-      for (const e of model.elicitations) bump(`elicitation ${e.expired ? "expired" : e.closedAt === undefined ? "closed" : "answered"}`)
+      for (const e of model.elicitations) {
+        bump(`elicitation ${e.expired ? "expired" : e.closedAt === undefined ? "closed" : "answered"}`)
+      }
       if (crashed) bump("crashed")
       for (const l of log.lines()) bump(`log ${l.tag} ${l.text.replace(/[0-9]+/g, "N").slice(0, 50)}`)
     }
@@ -1155,7 +1200,9 @@ const checkInvariants = (
   input: Run,
   failWith: (what: string) => never
 ) => {
-  const cancelled = stamped.filter((s) => Memory.isNotification(s.message) && s.message.method === "notifications/cancelled")
+  const cancelled = stamped.filter((s) =>
+    Memory.isNotification(s.message) && s.message.method === "notifications/cancelled"
+  )
   const cancelsOf = (id: JsonRpc.RequestId | undefined) =>
     cancelled.filter((s) => paramsOf(s.message as JsonRpc.Notification).requestId === id)
 
@@ -1187,7 +1234,9 @@ const checkInvariants = (
 
   // Each abandoned non-terminal task: exactly one tasks/cancel when declared, else none.
   const taskCancels = (taskId: string) =>
-    stamped.filter((s) => Memory.isRequest(s.message) && s.message.method === "tasks/cancel" && paramsOf(s.message).taskId === taskId)
+    stamped.filter((s) =>
+      Memory.isRequest(s.message) && s.message.method === "tasks/cancel" && paramsOf(s.message).taskId === taskId
+    )
       .length
   // Every task the peer created or the client cancelled, whether or not the client ever saw its handle.
   const taskIds = new Set([
@@ -1253,14 +1302,17 @@ const checkInvariants = (
     // The request that timed out: the tools/call, or the task's last tasks/get.
     const request = stamped.filter((s) =>
       Memory.isRequest(s.message) && s.at <= firedAt &&
-      (s.sig === sigCall(call.marker, call.kind) || (call.task !== undefined && s.sig === `tasks/get ${call.task.taskId}`))
+      (s.sig === sigCall(call.marker, call.kind) ||
+        (call.task !== undefined && s.sig === `tasks/get ${call.task.taskId}`))
     ).at(-1)
     if (request === undefined) continue
     const timeout = request.sig.startsWith("tasks/get") ? CALL_TIMEOUT : call.timeoutMillis
     let from = request.at
     for (const [, b] of intervals) if (b >= request.at && b < firedAt) from = Math.max(from, b)
     if (firedAt !== from + timeout) {
-      failWith(`call ${call.marker} timed out at ${firedAt}; sent at ${request.at}, timeout ${timeout}, restarted at ${from}`)
+      failWith(
+        `call ${call.marker} timed out at ${firedAt}; sent at ${request.at}, timeout ${timeout}, restarted at ${from}`
+      )
     }
   }
 }
@@ -1287,7 +1339,10 @@ describe("McpClient model", () => {
 
   const connectForTasks = Effect.gen(function*() {
     const log = Memory.recordingSink()
-    const { client, peer } = yield* Memory.connect({ peer: { capabilities: capabilities(true) }, client: clientOptions })
+    const { client, peer } = yield* Memory.connect({
+      peer: { capabilities: capabilities(true) },
+      client: clientOptions
+    })
       .pipe(Effect.provideService(McpLog.McpLogSink, log.sink))
     const listing = yield* Effect.fork(client.refreshTools)
     const list = yield* Memory.expectRequest(peer, "tools/list")

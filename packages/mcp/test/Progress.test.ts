@@ -40,7 +40,9 @@ const start = (client: McpClient.Options, options: McpClient.RequestOptions = {}
     const progress = (value: number, extra: Record<string, unknown> = {}) =>
       Effect.gen(function*() {
         const before = seen.length
-        yield* peer.push(JsonRpc.notification("notifications/progress", { progressToken: request.id, progress: value, ...extra }))
+        yield* peer.push(
+          JsonRpc.notification("notifications/progress", { progressToken: request.id, progress: value, ...extra })
+        )
         yield* until(() => seen.length > before, `progress ${value} delivered`)
       })
     return { client: c, peer, call, request, seen, progress }
@@ -55,7 +57,11 @@ describe("tools/call progress", () => {
   it.scoped("every call carries its request id as the progress token; onProgress is told each report", () =>
     Effect.gen(function*() {
       const { call, peer, progress, request, seen } = yield* start({})
-      deepStrictEqual(request.params, { name: "echo", arguments: { message: "hi" }, _meta: { progressToken: request.id } })
+      deepStrictEqual(request.params, {
+        name: "echo",
+        arguments: { message: "hi" },
+        _meta: { progressToken: request.id }
+      })
       yield* TestClock.adjust("1500 millis")
       yield* progress(1, { total: 3, message: "one of three" })
       yield* TestClock.adjust("500 millis")
@@ -118,13 +124,19 @@ describe("tools/call progress", () => {
       const failure = Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined
       assert.instanceOf(failure, McpError.McpTimeout)
       assert.strictEqual(failure.totalMillis, 3000)
-      assert.include(failure.message, "did not finish tools/call within 3 s, the longest a call may run while it reports progress")
+      assert.include(
+        failure.message,
+        "did not finish tools/call within 3 s, the longest a call may run while it reports progress"
+      )
       deepStrictEqual(cancellations(peer).map((p) => (p as { reason: string }).reason), ["timeout"])
     }))
 
   it.scoped("a per-call maxTotalTimeout overrides the client's; it is never shorter than the call's timeout", () =>
     Effect.gen(function*() {
-      const { call, progress } = yield* start({ callTimeout: "10 seconds" }, { timeout: "1 second", maxTotalTimeout: "500 millis" })
+      const { call, progress } = yield* start({ callTimeout: "10 seconds" }, {
+        timeout: "1 second",
+        maxTotalTimeout: "500 millis"
+      })
       yield* TestClock.adjust("800 millis")
       yield* progress(1)
       // The total (500 ms) is below the timeout: the timeout (1 s from the start) is what is left.
@@ -162,7 +174,13 @@ describe("tools/call progress", () => {
       const request = yield* Memory.expectRequest(peer, "tools/call")
       const token = (request.params as { _meta: { progressToken: unknown } })._meta.progressToken
       assert.strictEqual(typeof token, "string")
-      const task = { taskId: "t1", status: "working", createdAt: "2026-12-01T00:00:00Z", lastUpdatedAt: "2026-12-01T00:00:00Z", ttl: null }
+      const task = {
+        taskId: "t1",
+        status: "working",
+        createdAt: "2026-12-01T00:00:00Z",
+        lastUpdatedAt: "2026-12-01T00:00:00Z",
+        ttl: null
+      }
       yield* peer.push(JsonRpc.success(request.id, { task }))
       // The answer settled the request; the task's reports still find the call.
       yield* peer.push(JsonRpc.notification("notifications/progress", { progressToken: token, progress: 1, total: 2 }))

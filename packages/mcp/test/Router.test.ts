@@ -3,7 +3,21 @@ import { deepStrictEqual } from "@effect/vitest/utils"
 import { McpCallResult, McpError } from "@skald/domain"
 import { JsonRpc, McpClient, McpLog, Protocol } from "@skald/mcp"
 import { Transport } from "@skald/mcp/Transport"
-import { Cause, Chunk, Context, Effect, Either, Exit, FastCheck as fc, Fiber, Layer, Option, Queue, Stream, TestClock } from "effect"
+import {
+  Cause,
+  Chunk,
+  Context,
+  Effect,
+  Either,
+  Exit,
+  FastCheck as fc,
+  Fiber,
+  Layer,
+  Option,
+  Queue,
+  Stream,
+  TestClock
+} from "effect"
 import * as Memory from "./utils/MemoryTransport.js"
 
 // --- helpers --------------------------------------------------------------------------------------
@@ -101,9 +115,7 @@ const awaitSleep = (at: number) =>
   })
 
 const cancelledIn = (messages: ReadonlyArray<JsonRpc.Message>) =>
-  messages.filter((m): m is JsonRpc.Notification =>
-    Memory.isNotification(m) && m.method === "notifications/cancelled"
-  )
+  messages.filter((m): m is JsonRpc.Notification => Memory.isNotification(m) && m.method === "notifications/cancelled")
 
 const textResult = (text: string) => ({ content: [{ type: "text", text }] })
 

@@ -13,11 +13,11 @@
 // from node_modules as before. Chunks stay in dist/bundle/, one folder below dist/ as the tsc
 // output is, so `import.meta.url`-relative paths (host/FirstRun.ts finds scripts/demo-server.ts
 // that way) resolve the same.
+import { build } from "esbuild"
 import { spawnSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
-import { build } from "esbuild"
 
 const pkg = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "..")
 const out = Path.join(pkg, "dist/bundle")
@@ -37,11 +37,15 @@ export const stampFiles = [
 const lazyParsers = {
   name: "lazy-config-parsers",
   setup(build) {
-    build.onResolve({ filter: /^(yaml|toml|ini)$/ }, (args) =>
-      /@effect[\\/]cli[\\/]/.test(args.importer) ? { path: args.path, namespace: "lazy-parser" } : undefined)
+    build.onResolve(
+      { filter: /^(yaml|toml|ini)$/ },
+      (args) => /@effect[\\/]cli[\\/]/.test(args.importer) ? { path: args.path, namespace: "lazy-parser" } : undefined
+    )
     build.onLoad({ filter: /.*/, namespace: "lazy-parser" }, (args) => ({
       contents: `import { createRequire } from "node:module"\n` +
-        `export const parse = (content) => createRequire(import.meta.url)(${JSON.stringify(args.path)}).parse(content)\n`,
+        `export const parse = (content) => createRequire(import.meta.url)(${
+          JSON.stringify(args.path)
+        }).parse(content)\n`,
       loader: "js"
     }))
   }
@@ -60,7 +64,10 @@ const result = await build({
   target: "node20",
   external: ["better-sqlite3", "ssh2", "cpu-features"],
   // Bundled CommonJS dependencies call require() for node built-ins.
-  banner: { js: "import { createRequire as __skaldCreateRequire } from \"node:module\"; const require = __skaldCreateRequire(import.meta.url);" },
+  banner: {
+    js:
+      "import { createRequire as __skaldCreateRequire } from \"node:module\"; const require = __skaldCreateRequire(import.meta.url);"
+  },
   // Less to parse at start-up; identifiers kept, so stack traces stay readable.
   minifyWhitespace: true,
   minifySyntax: true,

@@ -7,8 +7,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Domain from "@skald/domain"
 import * as Server from "@skald/server"
-import { Arbitrary, FastCheck as fc, Schema } from "effect"
 import * as Io from "@skald/server/cli/Io"
+import { Arbitrary, FastCheck as fc, Schema } from "effect"
 
 type ErrorClass = Schema.Schema.Any & (new(...args: ReadonlyArray<any>) => Error) & { readonly _tag?: string }
 
@@ -34,7 +34,16 @@ const all = new Map([...errorClasses(Domain), ...errorClasses(Server)])
 describe("error messages", () => {
   it("the exports hold the error types (the enumeration finds them)", () => {
     // A floor, not the list: a new type raises the count and is covered by the property below.
-    for (const name of ["McpError.McpTimeout", "McpError.McpSpawnError", "HostError.StartTimeout", "HostError.UnknownServer", "HostError.ServerAlreadyRegistered", "HostError.ServerDisabled"]) {
+    for (
+      const name of [
+        "McpError.McpTimeout",
+        "McpError.McpSpawnError",
+        "HostError.StartTimeout",
+        "HostError.UnknownServer",
+        "HostError.ServerAlreadyRegistered",
+        "HostError.ServerDisabled"
+      ]
+    ) {
       assert.isTrue(all.has(name), `${name} in ${[...all.keys()].join(", ")}`)
     }
   })
@@ -61,7 +70,12 @@ describe("error messages", () => {
   }
 
   it.prop("what the command line prints for any failure is never empty", [
-    fc.oneof(fc.string(), fc.record({ message: fc.string() }), fc.record({ _tag: fc.string(), message: fc.constant("") }), fc.constant(null))
+    fc.oneof(
+      fc.string(),
+      fc.record({ message: fc.string() }),
+      fc.record({ _tag: fc.string(), message: fc.constant("") }),
+      fc.constant(null)
+    )
   ], ([failure]) => {
     assert.isAbove(Io.describeFailure(failure).trim().length, 0)
   })

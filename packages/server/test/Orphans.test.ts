@@ -39,7 +39,12 @@ describe("Orphans", () => {
     assert.isAbove(own.startTime, 0)
   })
 
-  const p = (pid: number, pgid: number, startTime: number, state = "S"): Orphans.ProcessStat => ({ pid, pgid, startTime, state })
+  const p = (pid: number, pgid: number, startTime: number, state = "S"): Orphans.ProcessStat => ({
+    pid,
+    pgid,
+    startTime,
+    state
+  })
   const candidate = { name: "s", pgid: 100, startTime: 5000 }
 
   it("the leader with the recorded start time: the whole group, zombies left out", () => {

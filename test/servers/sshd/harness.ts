@@ -56,8 +56,12 @@ const run = (script: string, args: ReadonlyArray<string>, timeout: number, env: 
     })
   } catch (error) {
     const e = error as { status?: number | null; signal?: string | null; stderr?: string }
-    const ended = e.signal ? `killed by ${e.signal}${e.signal === "SIGTERM" ? ` after ${timeout / 1000} s` : ""}` : `exit ${e.status ?? "?"}`
-    throw new Error(`${path.relative(repoRoot, script)} ${args.join(" ")} failed (${ended}): ${e.stderr?.trim() || String(error)}`)
+    const ended = e.signal
+      ? `killed by ${e.signal}${e.signal === "SIGTERM" ? ` after ${timeout / 1000} s` : ""}`
+      : `exit ${e.status ?? "?"}`
+    throw new Error(
+      `${path.relative(repoRoot, script)} ${args.join(" ")} failed (${ended}): ${e.stderr?.trim() || String(error)}`
+    )
   }
 }
 
@@ -122,7 +126,8 @@ export const setupSshd = (options: SetupOptions = {}): SshdState => {
   return readState()
 }
 
-export const readState = (): SshdState => JSON.parse(fs.readFileSync(path.join(STATE_DIR, "state.json"), "utf8")) as SshdState
+export const readState = (): SshdState =>
+  JSON.parse(fs.readFileSync(path.join(STATE_DIR, "state.json"), "utf8")) as SshdState
 
 export const teardownSshd = (): void => {
   run(path.join(here, "teardown.sh"), [], 60_000)
@@ -220,7 +225,10 @@ export interface LaunchOptions {
 }
 
 /** Starts `scripts/ssh-server.ts` in a fresh HOME with its own secrets dir and known_hosts. */
-export const launch = (sshd: SshdState, options: LaunchOptions = {}): Effect.Effect<Launched, McpError.McpError, Scope.Scope> =>
+export const launch = (
+  sshd: SshdState,
+  options: LaunchOptions = {}
+): Effect.Effect<Launched, McpError.McpError, Scope.Scope> =>
   Effect.gen(function*() {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "skald-ssh-test-"))
     const home = path.join(dir, "home")
@@ -293,12 +301,23 @@ export const logMark = (sshd: SshdState): number => fs.statSync(sshd.log).size
 
 /** The client ports of the logins sshd accepted for `user` (one per SSH connection), after a mark. */
 export const acceptedPorts = (sshd: SshdState, user: string, since = 0): Array<number> =>
-  [...fs.readFileSync(sshd.log).subarray(since).toString("utf8").matchAll(new RegExp(`Accepted (?:publickey|password|keyboard-interactive/pam) for ${user} from 127\\.0\\.0\\.1 port (\\d+)`, "g"))]
+  [
+    ...fs.readFileSync(sshd.log).subarray(since).toString("utf8").matchAll(
+      new RegExp(
+        `Accepted (?:publickey|password|keyboard-interactive/pam) for ${user} from 127\\.0\\.0\\.1 port (\\d+)`,
+        "g"
+      )
+    )
+  ]
     .map((m) => Number(m[1]))
 
 /** The client ports of the connections of `user` that sshd saw end. */
 export const disconnectedPorts = (sshd: SshdState, user: string): Array<number> =>
-  [...fs.readFileSync(sshd.log, "utf8").matchAll(new RegExp(`Disconnected from user ${user} 127\\.0\\.0\\.1 port (\\d+)`, "g"))]
+  [
+    ...fs.readFileSync(sshd.log, "utf8").matchAll(
+      new RegExp(`Disconnected from user ${user} 127\\.0\\.0\\.1 port (\\d+)`, "g")
+    )
+  ]
     .map((m) => Number(m[1]))
 
 /** The client port in `$SSH_CONNECTION` ("client-ip client-port server-ip server-port"). */

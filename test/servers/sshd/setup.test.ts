@@ -73,7 +73,10 @@ describe("sshd setup probe (setup.sh --probe)", () => {
   })
 
   it("not root on a bare machine: setupSshd throws the install command and installs nothing", () => {
-    assert.throws(() => setupSshd({ uid: 1000, env: bareEnv() }), `run ${installCommand} (apt-get update, then apt-get install`)
+    assert.throws(
+      () => setupSshd({ uid: 1000, env: bareEnv() }),
+      `run ${installCommand} (apt-get update, then apt-get install`
+    )
   })
 
   it("root on a machine without apt-get: setupSshd throws, naming the packages", () => {

@@ -92,7 +92,14 @@ export const start = (
   let response: Response | undefined
   // A small plain object: Node copies the options twice per request (the request, the agent).
   const options: Http.RequestOptions = to.auth === undefined
-    ? { hostname: to.hostname, port: to.port, path: to.path, method, headers, agent: to.secure ? pool.https : pool.http }
+    ? {
+      hostname: to.hostname,
+      port: to.port,
+      path: to.path,
+      method,
+      headers,
+      agent: to.secure ? pool.https : pool.http
+    }
     : {
       hostname: to.hostname,
       port: to.port,

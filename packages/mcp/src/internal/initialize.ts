@@ -13,7 +13,12 @@ import { type Connection, isObject } from "./connection.js"
 export const initialize = (
   conn: Connection,
   elicitationHandler: Elicitation.Handler | undefined,
-  send: (method: string, params: unknown, timeoutMillis: number, cancellable: boolean) => Effect.Effect<unknown, McpError.McpError>,
+  send: (
+    method: string,
+    params: unknown,
+    timeoutMillis: number,
+    cancellable: boolean
+  ) => Effect.Effect<unknown, McpError.McpError>,
   notify: (method: string) => Effect.Effect<void>
 ): Effect.Effect<ServerIdentity, McpError.McpError> =>
   Effect.gen(function*() {
@@ -53,7 +58,10 @@ export const initialize = (
           supported: Protocol.SUPPORTED_VERSIONS
         })
       }
-      yield* conn.log("warning", `the server negotiated protocol version ${version} (asked for ${Protocol.PROTOCOL_VERSION})`)
+      yield* conn.log(
+        "warning",
+        `the server negotiated protocol version ${version} (asked for ${Protocol.PROTOCOL_VERSION})`
+      )
     }
     yield* notify("notifications/initialized")
     return {

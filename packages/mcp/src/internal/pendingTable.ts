@@ -84,7 +84,7 @@ export const make = <E extends Keyed>(initialSlots = 256): PendingTable<E> => {
   const values = (): Array<E> => {
     const all: Array<E> = []
     for (const entry of slots) if (entry !== undefined) all.push(entry)
-    if (overflow !== undefined) for (const entry of overflow.values()) all.push(entry)
+    if (overflow !== undefined) { for (const entry of overflow.values()) all.push(entry) }
     return all.sort((a, b) => a.id - b.id)
   }
 

@@ -79,7 +79,9 @@ export const make = (conn: Connection, routes: Routes): Effect.Effect<void> => {
         return serverRequests.cancel(id)
       }
       default: {
-        if (message.method.startsWith("notifications/")) return PubSub.publish(notifications, message).pipe(Effect.asVoid)
+        if (message.method.startsWith("notifications/")) {
+          return PubSub.publish(notifications, message).pipe(Effect.asVoid)
+        }
         const published = PubSub.publish(events, message).pipe(Effect.asVoid)
         return eventSink === undefined ? published : Effect.zipRight(eventSink.offer(conn.server, message), published)
       }

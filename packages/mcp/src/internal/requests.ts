@@ -17,7 +17,14 @@ import * as FiberId from "effect/FiberId"
 import * as RuntimeFlags from "effect/RuntimeFlags"
 import * as JsonRpc from "../JsonRpc.js"
 import type { Progress, RequestOptions } from "../McpClient.js"
-import { type Connection, isObject, type JsonObject, STOP_REASON, TIMEOUT_REASON, URL_ELICITATION_REQUIRED } from "./connection.js"
+import {
+  type Connection,
+  isObject,
+  type JsonObject,
+  STOP_REASON,
+  TIMEOUT_REASON,
+  URL_ELICITATION_REQUIRED
+} from "./connection.js"
 import * as Deadlines from "./deadlines.js"
 import * as PendingTable from "./pendingTable.js"
 import type * as TaskPoller from "./taskPoller.js"
@@ -118,7 +125,11 @@ export interface Requests {
   /** A request whose answer nobody waits for (`tasks/cancel` from a finalizer); dropped quietly. */
   readonly requestDetached: (method: string, params: unknown) => void
   readonly timeoutOf: (options: RequestOptions | undefined) => number
-  readonly request: (method: string, params?: unknown, options?: RequestOptions) => Effect.Effect<unknown, McpError.McpError>
+  readonly request: (
+    method: string,
+    params?: unknown,
+    options?: RequestOptions
+  ) => Effect.Effect<unknown, McpError.McpError>
   readonly notify: (method: string, params?: unknown) => Effect.Effect<void>
   /** Settles a pending request with its response and resumes the fiber waiting for it. */
   readonly deliver: (entry: Pending, message: JsonRpc.Success | JsonRpc.Failure) => void
@@ -335,7 +346,10 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
 
     const requestDetached = (method: string, params: unknown) => {
       if (closed === undefined) {
-        register(new PendingEntry(method, params, false, callTimeoutMillis, undefined, undefined, undefined), notWaiting)
+        register(
+          new PendingEntry(method, params, false, callTimeoutMillis, undefined, undefined, undefined),
+          notWaiting
+        )
       }
     }
 

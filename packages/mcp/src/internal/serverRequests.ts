@@ -48,7 +48,9 @@ export const make = (
             if (Cause.isInterruptedOnly(cause)) return Effect.void
             return Effect.zipRight(
               Effect.sync(() =>
-                transport.send(JsonRpc.failure(id, JsonRpc.ErrorCode.InternalError, `the client failed to handle ${method}`))
+                transport.send(
+                  JsonRpc.failure(id, JsonRpc.ErrorCode.InternalError, `the client failed to handle ${method}`)
+                )
               ),
               log("warning", `the handler of the server's ${method} request failed; answered -32603`)
             )
@@ -58,7 +60,10 @@ export const make = (
 
     const urlCompletions = new Map<string, Deferred.Deferred<void>>()
 
-    const invalidParams = (why: string): JsonRpc.ErrorObject => ({ code: JsonRpc.ErrorCode.InvalidParams, message: why })
+    const invalidParams = (why: string): JsonRpc.ErrorObject => ({
+      code: JsonRpc.ErrorCode.InvalidParams,
+      message: why
+    })
 
     /** Answers `elicitation/create`: the handler asks a person, bounded by the user deadline. */
     const elicit = (params: unknown): Effect.Effect<Elicitation.Response, JsonRpc.ErrorObject> => {

@@ -42,7 +42,9 @@ export const make = (
   const cancelLate = (answer: unknown) => {
     const handle = CallResult.parseCreateTask(answer)
     if (handle !== undefined && !TaskPoller.isTerminal(handle.status)) {
-      Runtime.runFork(runtime)(TaskPoller.cancel(taskEngine, handle.taskId, "the call was stopped before the task began"))
+      Runtime.runFork(runtime)(
+        TaskPoller.cancel(taskEngine, handle.taskId, "the call was stopped before the task began")
+      )
     }
   }
 

@@ -171,7 +171,10 @@ export const poll = (
       const got = yield* engine.request("tasks/get", { taskId })
       const next = CallResult.parseCreateTask(got)
       if (next === undefined || next.taskId !== taskId) {
-        return yield* new McpError.McpProtocolError({ server, detail: `tasks/get for ${taskId} answered without a task` })
+        return yield* new McpError.McpProtocolError({
+          server,
+          detail: `tasks/get for ${taskId} answered without a task`
+        })
       }
       state = next
       yield* report

@@ -49,7 +49,10 @@ export const make = (
       for (let page = 1; page <= maxToolPages; page++) {
         const result = yield* request("tools/list", cursor === undefined ? {} : { cursor })
         if (!isObject(result) || !Array.isArray(result.tools)) {
-          return yield* new McpError.McpProtocolError({ server: conn.server, detail: "tools/list answered without a tools array" })
+          return yield* new McpError.McpProtocolError({
+            server: conn.server,
+            detail: "tools/list answered without a tools array"
+          })
         }
         for (const tool of result.tools) if (isObject(tool)) wire.push(tool)
         cursor = typeof result.nextCursor === "string" ? result.nextCursor : undefined

@@ -29,7 +29,11 @@ export const make = (
   features: Protocol.Features,
   /** Task augmentation only where the tool offers it AND the server declared it (the spec). */
   serverTaskCalls: boolean,
-  callAsTask: (name: string, args: JsonObject | undefined, options: RequestOptions | undefined) => Effect.Effect<unknown, McpError.McpError>
+  callAsTask: (
+    name: string,
+    args: JsonObject | undefined,
+    options: RequestOptions | undefined
+  ) => Effect.Effect<unknown, McpError.McpError>
 ) => {
   const { log } = conn
   const { awaitAnswer, timeoutOf } = requests
@@ -195,7 +199,9 @@ export const make = (
       Effect.withFiberRuntime((_, status) => {
         const interruptible = RuntimeFlags.interruption(status.runtimeFlags)
         // Listed, or no list to judge by (the server failed tools/list): called as usual.
-        if (tool !== undefined || cache.latest() === undefined) return callWith(interruptible, name, tool, args, options)
+        if (tool !== undefined || cache.latest() === undefined) {
+          return callWith(interruptible, name, tool, args, options)
+        }
         return callUnlisted(interruptible, name, args, options)
       }))
   }

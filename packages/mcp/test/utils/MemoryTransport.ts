@@ -8,7 +8,7 @@ import * as JsonRpc from "@skald/mcp/JsonRpc"
 import * as McpClient from "@skald/mcp/McpClient"
 import * as McpLog from "@skald/mcp/McpLog"
 import * as Protocol from "@skald/mcp/Protocol"
-import { Transport, type Service } from "@skald/mcp/Transport"
+import { type Service, Transport } from "@skald/mcp/Transport"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
@@ -73,7 +73,8 @@ export const make = (server = "memory"): Effect.Effect<MemoryTransport> =>
 export const layer = (peer: MemoryTransport): Layer.Layer<Transport> => Layer.succeed(Transport, peer.transport)
 
 /** True when `message` is a request (has a method and an id). */
-export const isRequest = (message: JsonRpc.Message): message is JsonRpc.Request => "method" in message && "id" in message
+export const isRequest = (message: JsonRpc.Message): message is JsonRpc.Request =>
+  "method" in message && "id" in message
 
 /** True when `message` is a notification. */
 export const isNotification = (message: JsonRpc.Message): message is JsonRpc.Notification =>
@@ -147,7 +148,10 @@ export const connect = (
   })
 
 /** An `McpLogSink` that records every line; `lines()` reads them in order. */
-export const recordingSink = (): { readonly sink: McpLog.Sink; readonly lines: () => ReadonlyArray<McpLog.McpLogLine> } => {
+export const recordingSink = (): {
+  readonly sink: McpLog.Sink
+  readonly lines: () => ReadonlyArray<McpLog.McpLogLine>
+} => {
   const lines: Array<McpLog.McpLogLine> = []
   return {
     sink: { emit: (line) => Effect.sync(() => void lines.push(line)) },

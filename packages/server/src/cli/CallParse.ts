@@ -56,8 +56,13 @@ export const parseArgs = (spec: string) =>
 /** Parses the options; the elicitation handler lives in the current scope (the call's). */
 export const parse = (given: Given): Effect.Effect<Parsed, UsageError, Scope.Scope> =>
   Effect.gen(function*() {
-    if (Option.isSome(given.args) && Option.isSome(given.elicit) && given.args.value === "@-" && given.elicit.value === "@-") {
-      return yield* new UsageError({ message: "--args @- and --elicit @- cannot both read standard input: put one in a file" })
+    if (
+      Option.isSome(given.args) && Option.isSome(given.elicit) && given.args.value === "@-" &&
+      given.elicit.value === "@-"
+    ) {
+      return yield* new UsageError({
+        message: "--args @- and --elicit @- cannot both read standard input: put one in a file"
+      })
     }
     if (Option.isSome(given.timeout) && !(given.timeout.value > 0)) {
       return yield* new UsageError({ message: "--timeout must be a positive number of seconds" })

@@ -28,14 +28,15 @@ const toolsConfig = { json, ...Target.options }
 /** What `skald tools` parsed. */
 export type ToolsArgs = Command.Command.ParseConfig<typeof toolsConfig>
 
-const tools = Command.make("tools", toolsConfig, Lazy.handler(() => import("./ClientHandlers.js"), (m) => m.tools)).pipe(Command.withDescription(Help.about({
-  summary: "List the tools of an MCP server, one a line (--json: the tools exactly as the server sent them).",
-  usage: ["skald tools [options] -- CMD [ARGS…]", "skald tools [options] --http URL"],
-  examples: [
-    "skald tools -- npx -y @modelcontextprotocol/server-everything stdio",
-    "skald tools --json --http http://127.0.0.1:3001/mcp"
-  ]
-})))
+const tools = Command.make("tools", toolsConfig, Lazy.handler(() => import("./ClientHandlers.js"), (m) => m.tools))
+  .pipe(Command.withDescription(Help.about({
+    summary: "List the tools of an MCP server, one a line (--json: the tools exactly as the server sent them).",
+    usage: ["skald tools [options] -- CMD [ARGS…]", "skald tools [options] --http URL"],
+    examples: [
+      "skald tools -- npx -y @modelcontextprotocol/server-everything stdio",
+      "skald tools --json --http http://127.0.0.1:3001/mcp"
+    ]
+  })))
 
 const callConfig = {
   tool: Args.text({ name: "TOOL" }).pipe(Args.withDescription("The tool to call.")),
@@ -91,7 +92,9 @@ export const run = (argv: ReadonlyArray<string>) =>
     const prepared = Help.prepare(root, argv)
     switch (prepared._tag) {
       case "Help":
-        return stdout(Help.render(prepared.node, Help.widthOf(process.stdout), VERSION, Help.colourAllowed(process.stdout)))
+        return stdout(
+          Help.render(prepared.node, Help.widthOf(process.stdout), VERSION, Help.colourAllowed(process.stdout))
+        )
       case "Completions": {
         const script = Help.completions(root, prepared.shell)
         return script === undefined

@@ -32,7 +32,9 @@ export const hintFor = (error: unknown): string | undefined => {
   if (typeof error !== "object" || error === null || !("_tag" in error)) return undefined
   switch (error._tag) {
     case "ServerAlreadyRegistered":
-      return `skald: \`skald mcp add ${field(error, "name")} --replace …\` replaces it; \`skald mcp show ${field(error, "name")}\` shows it`
+      return `skald: \`skald mcp add ${field(error, "name")} --replace …\` replaces it; \`skald mcp show ${
+        field(error, "name")
+      }\` shows it`
     case "InvalidServerEntry":
       return field(error, "reason").includes("carries a credential")
         ? "skald: pass the key with --api-key KEY (moved into the secret store) or --api-key-env VAR"

@@ -48,8 +48,7 @@ export const tools = ({ json, ...target }: ToolsArgs) =>
       yield* client.toolListChanges.pipe(Stream.timeout(TOOLS_QUIET_PERIOD), Stream.runDrain)
       const list = yield* client.toolList
       yield* stdout(json ? Output.json(list.wire) : Output.toolLines(list.tools))
-    })
-  ).pipe(reportFailures)
+    })).pipe(reportFailures)
 
 /** `skald call`. */
 export const call = ({ apiKeyEnv, http, json, mediaDir, tool, ...given }: CallArgs) =>
@@ -69,7 +68,9 @@ export const call = ({ apiKeyEnv, http, json, mediaDir, tool, ...given }: CallAr
       ), parsed.handler))
     // An --elicit answer that did not fit the form is a usage error, whatever the call did after.
     const problem = parsed.problems.first()
-    if (problem !== undefined) return yield* new UsageError({ message: problem })
+    if (problem !== undefined) {
+      return yield* new UsageError({ message: problem })
+    }
     const outcome = yield* exit
     if (outcome.result._tag !== "Task" && outcome.result.isError) {
       return yield* new ExitWith({ status: ExitStatus.ToolError })

@@ -198,15 +198,23 @@ export const terminal: Elicitation.Handler = {
           readLine("  Open it, then press Enter (d = decline, c = cancel): ", false),
           Effect.as(request.completed, "")
         )
-        return line === undefined || /^c/i.test(line) ? { action: "cancel" } : /^d/i.test(line) ? { action: "decline" } : {
-          action: "accept"
-        }
+        return line === undefined || /^c/i.test(line) ?
+          { action: "cancel" } :
+          /^d/i.test(line) ?
+          { action: "decline" } :
+          {
+            action: "accept"
+          }
       }
       if (request.confirmation) {
         const line = yield* readLine("  Confirm? [y/n/c]: ", false)
-        return line === undefined || /^c/i.test(line) ? { action: "cancel" } : /^y/i.test(line) ? { action: "accept" } : {
-          action: "decline"
-        }
+        return line === undefined || /^c/i.test(line) ?
+          { action: "cancel" } :
+          /^y/i.test(line) ?
+          { action: "accept" } :
+          {
+            action: "decline"
+          }
       }
       while (true) {
         const content: Record<string, unknown> = {}

@@ -20,7 +20,11 @@ const eventsConfig = {
 export type EventsArgs = Command.Command.ParseConfig<typeof eventsConfig>
 
 /** `skald events`. */
-export const command = Command.make("events", eventsConfig, Lazy.handler(() => import("./EventsHandler.js"), (m) => m.events)).pipe(
+export const command = Command.make(
+  "events",
+  eventsConfig,
+  Lazy.handler(() => import("./EventsHandler.js"), (m) => m.events)
+).pipe(
   Command.withDescription(Help.about({
     summary: "List the events MCP servers pushed (oldest first).",
     usage: ["skald events [options]"],

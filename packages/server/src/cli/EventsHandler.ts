@@ -14,16 +14,19 @@ import * as Output from "./Output.js"
 
 /** `skald events`. */
 export const events = ({ home, json, limit, pending }: EventsArgs) =>
-    Host.run(
-      home,
-      Effect.gen(function*() {
-        const events = yield* (yield* EventRepo).list({ pending, ...(Option.isSome(limit) ? { limit: limit.value } : {}) })
-        if (json) return yield* stdout(Output.json(events))
-        if (events.length === 0) return
-        yield* stdout(
-          events.map((e) =>
-            `${e.id}\t${e.receivedAt}\t${e.status}\t${e.server}\t${e.method}\t${JSON.stringify(e.params) ?? ""}`
-          ).join("\n")
-        )
+  Host.run(
+    home,
+    Effect.gen(function*() {
+      const events = yield* (yield* EventRepo).list({
+        pending,
+        ...(Option.isSome(limit) ? { limit: limit.value } : {})
       })
-    ).pipe(reportFailures)
+      if (json) return yield* stdout(Output.json(events))
+      if (events.length === 0) return
+      yield* stdout(
+        events.map((e) =>
+          `${e.id}\t${e.receivedAt}\t${e.status}\t${e.server}\t${e.method}\t${JSON.stringify(e.params) ?? ""}`
+        ).join("\n")
+      )
+    })
+  ).pipe(reportFailures)

@@ -226,8 +226,7 @@ export const optionNames = (node: Node): ReadonlyArray<string> =>
   entries(node.sections.get("OPTIONS") ?? []).flatMap(([term]) => term.match(/--?[A-Za-z][\w-]*/g) ?? [])
 
 /** The paragraphs of one section of a command's help. */
-const lines = (node: Node, section: string) =>
-  (node.sections.get(section) ?? []).flatMap(paragraphs)
+const lines = (node: Node, section: string) => (node.sections.get(section) ?? []).flatMap(paragraphs)
 
 /** The usage lines of a command. */
 export const usageOf = (node: Node): ReadonlyArray<string> => {
@@ -254,7 +253,9 @@ export const render = (node: Node, width: number, version: string, colour = fals
   const out: Array<string> = []
   const title = (t: string) => colour ? `\x1b[1m${t}\x1b[0m` : t
   const usage = usageOf(node)
-  out.push(usage.map((u, i) => `${i === 0 ? title("Usage:") + " " : "       "}${wrap(u, width, 7).slice(7)}`).join("\n"))
+  out.push(
+    usage.map((u, i) => `${i === 0 ? title("Usage:") + " " : "       "}${wrap(u, width, 7).slice(7)}`).join("\n")
+  )
   const description = (node.sections.get("DESCRIPTION") ?? []).flatMap(paragraphs)
   if (node.path.length === 1) description.unshift(`skald ${version}`)
   if (description.length > 0) out.push(description.map((p) => wrap(p, width)).join("\n\n"))
@@ -316,7 +317,11 @@ export const plainErrors = <A, E, R>(effect: Effect.Effect<A, E, R>, hint: (text
           const extra = hint(said)
           process.stderr.write(`skald: ${said}\n${extra === undefined ? "" : `skald: ${extra}\n`}`)
         }),
-      unsafe: { ...console.unsafe, error: (...args) => void process.stderr.write(`skald: ${Util.stripVTControlCharacters(args.map(String).join(" "))}\n`) }
+      unsafe: {
+        ...console.unsafe,
+        error: (...args) =>
+          void process.stderr.write(`skald: ${Util.stripVTControlCharacters(args.map(String).join(" "))}\n`)
+      }
     }))
 
 // --- global options ------------------------------------------------------------------------
@@ -379,12 +384,16 @@ export const prepare = (root: Node, own: ReadonlyArray<string>): Prepared => {
     return { _tag: "Completions", shell: completions.value ?? "" }
   }
   const level = takeOption(argv, "log-level")
-  if (level.missing) return { _tag: "Problem", message: `--log-level takes one of ${Object.keys(LOG_LEVELS).join(", ")}` }
+  if (level.missing) {
+    return { _tag: "Problem", message: `--log-level takes one of ${Object.keys(LOG_LEVELS).join(", ")}` }
+  }
   const logLevel = level.value === undefined ? undefined : LOG_LEVELS[level.value.toLowerCase()]
   if (level.value !== undefined && logLevel === undefined) {
     return {
       _tag: "Problem",
-      message: `--log-level ${JSON.stringify(level.value)} is not a level: use one of ${Object.keys(LOG_LEVELS).join(", ")}`
+      message: `--log-level ${JSON.stringify(level.value)} is not a level: use one of ${
+        Object.keys(LOG_LEVELS).join(", ")
+      }`
     }
   }
   const home = takeOption(argv, "home")
@@ -416,7 +425,13 @@ export const prepare = (root: Node, own: ReadonlyArray<string>): Prepared => {
 // --- completion scripts --------------------------------------------------------------------
 
 const words = (node: Node): string =>
-  [...node.children.map((c) => c.name), ...optionNames(node), "--help", "--log-level", ...(node.path.length === 1 ? ["--version", "--completions"] : [])]
+  [
+    ...node.children.map((c) => c.name),
+    ...optionNames(node),
+    "--help",
+    "--log-level",
+    ...(node.path.length === 1 ? ["--version", "--completions"] : [])
+  ]
     .join(" ")
 
 /** The levels of the tree as `path` (command words after `skald`, space-separated) → words to offer. */
@@ -482,13 +497,19 @@ export const completions = (root: Node, shell: string): string | undefined => {
         "    for word in (commandline -opc)[2..-1]",
         "        if test \"$word\" = \"--\"; echo \"--\"; return; end",
         "        switch \"$path|$word\"",
-        ...steps.map((s) => `            case 'skald${s.from.length > 0 ? ` ${s.from}` : ""}|${s.word}'\n                set path 'skald ${s.to}'`),
+        ...steps.map((s) =>
+          `            case 'skald${
+            s.from.length > 0 ? ` ${s.from}` : ""
+          }|${s.word}'\n                set path 'skald ${s.to}'`
+        ),
         "        end",
         "    end",
         "    echo $path",
         "end",
         ...all.map((l) =>
-          `complete -c skald -f -n 'test (__skald_path) = "skald${l.path.length > 0 ? ` ${l.path}` : ""}"' -a '${l.offer}'`
+          `complete -c skald -f -n 'test (__skald_path) = "skald${
+            l.path.length > 0 ? ` ${l.path}` : ""
+          }"' -a '${l.offer}'`
         ),
         ""
       ].join("\n")

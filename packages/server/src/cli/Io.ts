@@ -50,7 +50,9 @@ export const describeFailure = (error: unknown): string => {
     : String(error)
   const said = message.trim().length > 0
     ? message
-    : `${typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : "an error"} without a message (please report it)`
+    : `${
+      typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : "an error"
+    } without a message (please report it)`
   const hint = hintFor(error)
   return hint === undefined ? said : `${said}\n${hint}`
 }

@@ -29,7 +29,9 @@ const addConfig = {
     Options.repeated
   ),
   secretEnv: Options.text("secret-env").pipe(
-    Options.withDescription("K=V whose value is a secret: moved into the secret store, referenced as ${MCP_<SERVER>__<K>}."),
+    Options.withDescription(
+      "K=V whose value is a secret: moved into the secret store, referenced as ${MCP_<SERVER>__<K>}."
+    ),
     Options.repeated
   ),
   http: Options.text("http").pipe(Options.withDescription("The URL of a streamable HTTP server."), Options.optional),
@@ -53,7 +55,9 @@ export type AddArgs = Command.Command.ParseConfig<typeof addConfig>
 const add = Command.make("add", addConfig, Lazy.handler(() => import("./McpHandlers.js"), (m) => m.add)).pipe(
   Command.withDescription(Help.about({
     summary: "Register an MCP server (enabled); an existing name is refused unless --replace.",
-    details: ["Literal secrets (--secret-env, --api-key) move into the secret store; the registration keeps ${NAME} references."],
+    details: [
+      "Literal secrets (--secret-env, --api-key) move into the secret store; the registration keeps ${NAME} references."
+    ],
     usage: ["skald mcp add [options] NAME -- CMD [ARGS…]", "skald mcp add [options] NAME --http URL"],
     examples: [
       "skald mcp add weather --secret-env API_TOKEN=s3cr3t -- node weather.js",
@@ -124,7 +128,7 @@ const call = Command.make("call", callConfig, Lazy.handler(() => import("./McpHa
     summary: "Call a tool of a registered (enabled) server, connecting it in this process.",
     details: [
       "Prints the result as the host keeps it; --json: {\"kind\":\"string\",\"text\":…} or {\"kind\":\"json\",\"value\":…}. " +
-        "Exit status 1 when the tool answers isError."
+      "Exit status 1 when the tool answers isError."
     ],
     usage: ["skald mcp call [options] NAME TOOL"],
     examples: [
@@ -147,13 +151,14 @@ const toggle = (enabled: boolean) =>
     }))
   )
 
-const restart = Command.make("restart", nameConfig, Lazy.handler(() => import("./McpHandlers.js"), (m) => m.restart)).pipe(
-  Command.withDescription(Help.about({
-    summary: "Restart a server now in the running host (a failed one is retried at once).",
-    usage: ["skald mcp restart [options] NAME"],
-    examples: ["skald mcp restart weather"]
-  }))
-)
+const restart = Command.make("restart", nameConfig, Lazy.handler(() => import("./McpHandlers.js"), (m) => m.restart))
+  .pipe(
+    Command.withDescription(Help.about({
+      summary: "Restart a server now in the running host (a failed one is retried at once).",
+      usage: ["skald mcp restart [options] NAME"],
+      examples: ["skald mcp restart weather"]
+    }))
+  )
 
 const rm = Command.make("rm", nameConfig, Lazy.handler(() => import("./McpHandlers.js"), (m) => m.rm)).pipe(
   Command.withDescription(Help.about({
@@ -165,30 +170,44 @@ const rm = Command.make("rm", nameConfig, Lazy.handler(() => import("./McpHandle
 
 const logsConfig = {
   name: serverName,
-  follow: Options.boolean("follow").pipe(Options.withAlias("f"), Options.withDescription("Keep printing new lines as they are written.")),
+  follow: Options.boolean("follow").pipe(
+    Options.withAlias("f"),
+    Options.withDescription("Keep printing new lines as they are written.")
+  ),
   home: Host.home
 }
 
 /** What `skald mcp logs` parsed. */
 export type LogsArgs = Command.Command.ParseConfig<typeof logsConfig>
 
-const logs = Command.make("logs", logsConfig, Lazy.handler(() => import("./McpHandlers.js"), (m) => m.logs)).pipe(Command.withDescription(Help.about({
-  summary: "Print a server's log file (logs/mcp/<name>.log).",
-  usage: ["skald mcp logs [options] NAME"],
-  examples: ["skald mcp logs weather", "skald mcp logs -f weather"]
-})))
+const logs = Command.make("logs", logsConfig, Lazy.handler(() => import("./McpHandlers.js"), (m) => m.logs)).pipe(
+  Command.withDescription(Help.about({
+    summary: "Print a server's log file (logs/mcp/<name>.log).",
+    usage: ["skald mcp logs [options] NAME"],
+    examples: ["skald mcp logs weather", "skald mcp logs -f weather"]
+  }))
+)
 
-const importConfig = { file: Args.file({ name: "FILE", exists: "yes" }).pipe(Args.withDescription("A Claude Desktop / .mcp.json or VS Code mcp.json file.")), home: Host.home }
+const importConfig = {
+  file: Args.file({ name: "FILE", exists: "yes" }).pipe(
+    Args.withDescription("A Claude Desktop / .mcp.json or VS Code mcp.json file.")
+  ),
+  home: Host.home
+}
 
 /** What `skald mcp import` parsed. */
 export type ImportArgs = Command.Command.ParseConfig<typeof importConfig>
 
-const importFile = Command.make("import", importConfig, Lazy.handler(() => import("./McpHandlers.js"), (m) => m.importFile)).pipe(Command.withDescription(Help.about({
+const importFile = Command.make(
+  "import",
+  importConfig,
+  Lazy.handler(() => import("./McpHandlers.js"), (m) => m.importFile)
+).pipe(Command.withDescription(Help.about({
   summary: "Import servers from a Claude Desktop / Claude Code / Cursor (mcpServers) or VS Code (servers) file.",
   details: [
     "${VAR}, ${env:VAR} and ${VAR:-default} become references (the default is used when VAR is set neither in " +
-      "the store nor the environment); ${workspaceFolder} is the folder holding .vscode/ or .cursor/, ${userHome} " +
-      "your home folder; literal secrets move into the store. What cannot be resolved is skipped, saying why."
+    "the store nor the environment); ${workspaceFolder} is the folder holding .vscode/ or .cursor/, ${userHome} " +
+    "your home folder; literal secrets move into the store. What cannot be resolved is skipped, saying why."
   ],
   usage: ["skald mcp import [options] FILE"],
   examples: ["skald mcp import .vscode/mcp.json", "skald mcp import ~/.cursor/mcp.json"]

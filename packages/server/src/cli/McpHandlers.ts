@@ -11,29 +11,29 @@ import { McpServerEntry, ServerName } from "@skald/domain"
 import { Elicitation } from "@skald/mcp"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import * as Option from "effect/Option"
-import * as Stream from "effect/Stream"
 import * as ConfigImport from "../host/ConfigImport.js"
 import * as Connector from "../host/Connector.js"
-import { ServerDisabled, UnknownServer } from "../host/HostError.js"
-import * as Redactor from "../host/Redactor.js"
-import * as ServerSecrets from "../host/ServerSecrets.js"
-import { McpServerRepo } from "../host/McpServerRepo.js"
-import * as Registration from "../host/Registration.js"
-import { Paths } from "../host/Paths.js"
-import { SecretStore } from "../host/SecretStore.js"
-import * as ServerEnvironment from "../host/ServerEnvironment.js"
-import * as SecretStoreModule from "../host/SecretStore.js"
 import { EventRecorder } from "../host/EventStore.js"
-import { sanitize, ServerLogs } from "../host/ServerLogs.js"
+import { ServerDisabled, UnknownServer } from "../host/HostError.js"
+import { McpServerRepo } from "../host/McpServerRepo.js"
+import { Paths } from "../host/Paths.js"
+import * as Redactor from "../host/Redactor.js"
+import * as Registration from "../host/Registration.js"
+import { SecretStore } from "../host/SecretStore.js"
+import * as SecretStoreModule from "../host/SecretStore.js"
+import * as ServerEnvironment from "../host/ServerEnvironment.js"
 import * as ServerList from "../host/ServerList.js"
+import { sanitize, ServerLogs } from "../host/ServerLogs.js"
+import * as ServerSecrets from "../host/ServerSecrets.js"
 import * as ToolResults from "../host/ToolResults.js"
-import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
 import * as CallParse from "./CallParse.js"
+import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
 import * as Elicit from "./Elicit.js"
 import * as Host from "./HostRuntime.js"
 import { reportFailures, stderr, stdout } from "./Io.js"
@@ -56,7 +56,11 @@ const parsePair = (option: string, text: string) => {
   const at = text.indexOf("=")
   const key = text.slice(0, at)
   return at <= 0 || !SecretStoreModule.isValidName(key)
-    ? Effect.fail(new UsageError({ message: `--${option} takes KEY=VALUE with a variable name as KEY, got ${JSON.stringify(text.split("=")[0])}` }))
+    ? Effect.fail(
+      new UsageError({
+        message: `--${option} takes KEY=VALUE with a variable name as KEY, got ${JSON.stringify(text.split("=")[0])}`
+      })
+    )
     : Effect.succeed([key, text.slice(at + 1)] as const)
 }
 
@@ -81,7 +85,9 @@ const addRequest = (o: {
     const secretEnv = yield* pairs("secret-env", o.secretEnv)
     let transport: Registration.Transport
     if (Option.isSome(o.http)) {
-      if (commandLine.length > 0) return yield* new UsageError({ message: "give either --http URL or `-- CMD`, not both" })
+      if (commandLine.length > 0) {
+        return yield* new UsageError({ message: "give either --http URL or `-- CMD`, not both" })
+      }
       if (o.env.length + o.secretEnv.length > 0) {
         return yield* new UsageError({ message: "--env and --secret-env are for stdio servers (`-- CMD`)" })
       }
@@ -174,7 +180,9 @@ export const list = ({ home, json }: ListArgs) =>
         servers.map(({ summary: s }) => {
           const tools = s.toolCount === undefined ? "" : ` (${s.toolCount} tools)`
           const about = s.friendlyName ?? s.description
-          return `${s.name.padEnd(width)}  ${s.transport.padEnd(5)}  ${stateText(s)}${tools}${about === undefined ? "" : `  — ${about}`}`
+          return `${s.name.padEnd(width)}  ${s.transport.padEnd(5)}  ${stateText(s)}${tools}${
+            about === undefined ? "" : `  — ${about}`
+          }`
         }).join("\n")
       )
     })
@@ -203,14 +211,20 @@ export const show = ({ home, json, name }: ShowArgs) =>
         ["description", view.description ?? ""],
         ["friendly name", view.friendlyName ?? ""],
         ["enabled", view.enabled ? "yes" : "no"],
-        ["status", `${stateText(found.summary)}${found.summary.toolCount === undefined ? "" : ` (${found.summary.toolCount} tools)`}`]
+        [
+          "status",
+          `${stateText(found.summary)}${
+            found.summary.toolCount === undefined ? "" : ` (${found.summary.toolCount} tools)`
+          }`
+        ]
       )
       yield* stdout(rows.map(([key, value]) => `${key.padEnd(13)}  ${value}`.trimEnd()).join("\n"))
     })
   ).pipe(reportFailures)
 
 /** An argument as a shell would need it quoted. */
-const shellWord = (arg: string): string => /^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, "'\\''")}'`
+const shellWord = (arg: string): string =>
+  /^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, "'\\''")}'`
 
 /** Connects the named registered (and enabled) server in this process and runs `use` with its client. */
 const withServer = <A, E, R>(
@@ -270,7 +284,9 @@ export const call = ({ home, json, name, tool, ...given }: CallArgs) =>
         const result = yield* ToolResults.fromCallResult(outcome.result, paths.mediaDir)
         yield* stdout(
           json
-            ? Output.json(result._tag === "Text" ? { kind: "string", text: result.text } : { kind: "json", value: result.value })
+            ? Output.json(
+              result._tag === "Text" ? { kind: "string", text: result.text } : { kind: "json", value: result.value }
+            )
             : result._tag === "Text"
             ? result.text
             : Output.json(result.value)
@@ -391,8 +407,14 @@ export const importFile = ({ file, home }: ImportArgs) =>
         }
         yield* registration.apply({ entry: outcome.entry, secrets: outcome.secrets }, false)
         const renamed = outcome.entry.name === outcome.source ? "" : ` (from ${JSON.stringify(outcome.source)})`
-        const moved = outcome.secrets.length === 0 ? "" : `; secrets moved to the store: ${outcome.secrets.map((s) => s.name).join(", ")}`
-        lines.push(`imported ${outcome.entry.name}${renamed}: ${outcome.entry.config._tag}${outcome.entry.enabled ? "" : ", disabled"}${moved}`)
+        const moved = outcome.secrets.length === 0
+          ? ""
+          : `; secrets moved to the store: ${outcome.secrets.map((s) => s.name).join(", ")}`
+        lines.push(
+          `imported ${outcome.entry.name}${renamed}: ${outcome.entry.config._tag}${
+            outcome.entry.enabled ? "" : ", disabled"
+          }${moved}`
+        )
       }
       const imported = outcomes.filter((o) => o._tag === "Imported").length
       yield* stdout([...lines, `${imported} imported, ${outcomes.length - imported} skipped`].join("\n"))

@@ -3,10 +3,10 @@
  *
  * @since 0.1.0
  */
-import { MediaType } from "@skald/domain"
-import type { McpCallResult, McpTool } from "@skald/domain"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
+import { MediaType } from "@skald/domain"
+import type { McpCallResult, McpTool } from "@skald/domain"
 import * as Effect from "effect/Effect"
 import * as Crypto from "node:crypto"
 

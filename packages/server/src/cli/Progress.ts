@@ -87,5 +87,7 @@ export const showing = <A, E, R>(
 ): Effect.Effect<A, E, R> =>
   Effect.suspend(() => {
     const display = make(out, env)
-    return use({ onTaskStatus: display.onTaskStatus, onProgress: display.onProgress }).pipe(Effect.ensuring(display.done))
+    return use({ onTaskStatus: display.onTaskStatus, onProgress: display.onProgress }).pipe(
+      Effect.ensuring(display.done)
+    )
   })

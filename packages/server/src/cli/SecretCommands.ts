@@ -10,7 +10,9 @@ import * as Help from "./Help.js"
 import * as Host from "./Host.js"
 import * as Lazy from "./Lazy.js"
 
-const secretName = Args.text({ name: "NAME" }).pipe(Args.withDescription("The secret's name, as referenced by ${NAME}."))
+const secretName = Args.text({ name: "NAME" }).pipe(
+  Args.withDescription("The secret's name, as referenced by ${NAME}.")
+)
 
 const setConfig = { name: secretName, home: Host.home }
 

@@ -17,7 +17,9 @@ import type { ListArgs, RmArgs, SetArgs } from "./SecretCommands.js"
 
 /** Warns on stderr about every part of the secrets folder that other users can access. */
 const warnExposed = Effect.gen(function*() {
-  for (const e of yield* (yield* SecretStore).exposed) yield* stderr(`skald: warning: ${SecretStoreModule.exposedWarning(e)}`)
+  for (const e of yield* (yield* SecretStore).exposed) {
+    yield* stderr(`skald: warning: ${SecretStoreModule.exposedWarning(e)}`)
+  }
 })
 
 const readStdin = Effect.async<string>((resume) => {
@@ -36,16 +38,26 @@ const readValue = (name: string) =>
 export const set = ({ home, name }: SetArgs) =>
   Effect.gen(function*() {
     if (!SecretStoreModule.isValidName(name)) {
-      return yield* new UsageError({ message: `invalid secret name ${JSON.stringify(name)}: use letters, digits and '_', not starting with a digit` })
+      return yield* new UsageError({
+        message: `invalid secret name ${JSON.stringify(name)}: use letters, digits and '_', not starting with a digit`
+      })
     }
     const value = yield* readValue(name)
-    if (value.length === 0) return yield* new UsageError({ message: "empty value: pipe the secret on stdin, e.g. `skald secret set NAME < file`" })
+    if (value.length === 0) {
+      return yield* new UsageError({
+        message: "empty value: pipe the secret on stdin, e.g. `skald secret set NAME < file`"
+      })
+    }
     yield* (yield* SecretStore).set(name, Redacted.make(value))
     yield* stderr(`skald: stored ${name}`)
     // A running host retries at once the failed servers that refer to ${name}.
     yield* ServerList.notifySecretChanged(name).pipe(
       Effect.catchAll((error) =>
-        stderr(`skald: warning: could not tell the running host that ${name} changed: ${error instanceof Error ? error.message : String(error)}`)
+        stderr(
+          `skald: warning: could not tell the running host that ${name} changed: ${
+            error instanceof Error ? error.message : String(error)
+          }`
+        )
       )
     )
     yield* warnExposed
@@ -62,6 +74,8 @@ export const list = ({ home }: ListArgs) =>
 /** `skald secret rm`. */
 export const rm = ({ home, name }: RmArgs) =>
   Effect.gen(function*() {
-    if (!(yield* (yield* SecretStore).remove(name))) return yield* new UsageError({ message: `no secret named ${name}` })
+    if (!(yield* (yield* SecretStore).remove(name))) {
+      return yield* new UsageError({ message: `no secret named ${name}` })
+    }
     yield* stderr(`skald: removed ${name}`)
   }).pipe(Effect.provide(Host.secretsLayer(home)), reportFailures)

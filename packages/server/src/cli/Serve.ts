@@ -16,7 +16,9 @@ import * as Lazy from "./Lazy.js"
 
 const verbose = Options.boolean("verbose").pipe(
   Options.withAlias("v"),
-  Options.withDescription("Show the debug stream on stderr: servers' stderr and log records, lifecycle, reconciliation.")
+  Options.withDescription(
+    "Show the debug stream on stderr: servers' stderr and log records, lifecycle, reconciliation."
+  )
 )
 
 const serveConfig = { home: Host.home, verbose }
@@ -25,7 +27,11 @@ const serveConfig = { home: Host.home, verbose }
 export type ServeArgs = Command.Command.ParseConfig<typeof serveConfig>
 
 /** `skald serve`. */
-export const command = Command.make("serve", serveConfig, Lazy.handler(() => import("./ServeHandler.js"), (m) => m.serve)).pipe(
+export const command = Command.make(
+  "serve",
+  serveConfig,
+  Lazy.handler(() => import("./ServeHandler.js"), (m) => m.serve)
+).pipe(
   Command.withDescription(Help.about({
     summary: "Run the host in the foreground: connects every enabled server, follows the registry live, and serves " +
       "media files on SKALD_HOST:SKALD_PORT (127.0.0.1:8787).",

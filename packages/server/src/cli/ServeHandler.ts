@@ -37,7 +37,9 @@ export const serve = ({ home, verbose }: ServeArgs) =>
     const firstRun = Layer.effectDiscard(
       Effect.flatMap(FirstRun.ensure, (registered) =>
         Option.isSome(registered)
-          ? stderr(`skald: first run — registered the offline demo server '${registered.value}' (skald mcp rm ${registered.value} removes it)`)
+          ? stderr(
+            `skald: first run — registered the offline demo server '${registered.value}' (skald mcp rm ${registered.value} removes it)`
+          )
           : Effect.void)
     )
     // The HTTP endpoint listens first: a taken port stops `serve` before any server starts, and
@@ -46,7 +48,10 @@ export const serve = ({ home, verbose }: ServeArgs) =>
     const http = HttpEndpoints.layer(
       { host: settings.host, port: settings.port },
       (url) =>
-        Effect.zipRight(Deferred.succeed(listening, url), stderr(`skald: HTTP endpoints on ${url} (media under /api/mcp-media/)`))
+        Effect.zipRight(
+          Deferred.succeed(listening, url),
+          stderr(`skald: HTTP endpoints on ${url} (media under /api/mcp-media/)`)
+        )
     ).pipe(
       Layer.catchAll((error) =>
         Layer.fail(

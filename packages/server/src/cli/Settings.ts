@@ -38,7 +38,10 @@ export class Settings extends Context.Tag("@skald/server/Settings")<Settings, Se
       startTimeout: seconds("SKALD_MCP_START_TIMEOUT", 120),
       host: Config.nonEmptyString("SKALD_HOST").pipe(Config.withDefault("127.0.0.1")),
       port: Config.integer("SKALD_PORT").pipe(
-        Config.validate({ message: "SKALD_PORT must be a port number (0-65535)", validation: (n) => n >= 0 && n <= 65535 }),
+        Config.validate({
+          message: "SKALD_PORT must be a port number (0-65535)",
+          validation: (n) => n >= 0 && n <= 65535
+        }),
         Config.withDefault(8787)
       )
     })

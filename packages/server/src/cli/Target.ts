@@ -17,7 +17,9 @@ export class ServerCommandLine extends Context.Tag("@skald/server/cli/ServerComm
 >() {}
 
 /** Splits argv (without node and the script) at the first `--`. */
-export const splitArgv = (argv: ReadonlyArray<string>): { readonly own: Array<string>; readonly server: Array<string> } => {
+export const splitArgv = (
+  argv: ReadonlyArray<string>
+): { readonly own: Array<string>; readonly server: Array<string> } => {
   const at = argv.indexOf("--")
   return at === -1 ? { own: [...argv], server: [] } : { own: argv.slice(0, at), server: argv.slice(at + 1) }
 }

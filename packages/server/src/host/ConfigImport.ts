@@ -40,7 +40,6 @@ export type Outcome =
 
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
-
 const looksSecret = (key: string) => /token|key|secret|password|passwd|credential/i.test(key)
 
 /** What an import knows about where it runs: what editor variables resolve to. */
@@ -162,10 +161,14 @@ const one = (source: string, raw: unknown, existing: ReadonlySet<string>, contex
     if (typeof raw.url !== "string") return skip("no url")
     const url = mapReferences(raw.url, context)
     if (Either.isLeft(url)) return skip(`url: ${url.left}`)
-    if (!URL.canParse(url.right) || !/^https?:$/.test(new URL(url.right).protocol)) return skip("the url is not http(s)")
+    if (!URL.canParse(url.right) || !/^https?:$/.test(new URL(url.right).protocol)) {
+      return skip("the url is not http(s)")
+    }
     const credentials = credentialsInUrl(url.right)
     if (credentials !== undefined) {
-      return skip(`the url carries a credential (${credentials}); register the server with an api key from the secret store instead`)
+      return skip(
+        `the url carries a credential (${credentials}); register the server with an api key from the secret store instead`
+      )
     }
     let apiKey: string | undefined
     if (raw.headers !== undefined) {
@@ -195,7 +198,9 @@ const one = (source: string, raw: unknown, existing: ReadonlySet<string>, contex
       secrets,
       entry: McpServerEntry.McpServerEntry.make({
         name: ServerName.make(name),
-        config: ServerConfig.HttpServerConfig.make(apiKey === undefined ? { url: url.right } : { url: url.right, apiKey }),
+        config: ServerConfig.HttpServerConfig.make(
+          apiKey === undefined ? { url: url.right } : { url: url.right, apiKey }
+        ),
         ...meta
       })
     }

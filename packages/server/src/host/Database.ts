@@ -6,9 +6,9 @@
  * @since 0.1.0
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as SqliteMigrator from "@effect/sql-sqlite-node/SqliteMigrator"
+import * as SqlClient from "@effect/sql/SqlClient"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -42,7 +42,10 @@ const SQLITE_HEADER = Buffer.from("SQLite format 3\0", "latin1")
  */
 export const checkFile = (path: string): Effect.Effect<void, DatabaseUnusable> => {
   const unreadable = (error: unknown) =>
-    new DatabaseUnusable({ path, reason: `it cannot be read (${error instanceof Error ? error.message : String(error)})` })
+    new DatabaseUnusable({
+      path,
+      reason: `it cannot be read (${error instanceof Error ? error.message : String(error)})`
+    })
   return Effect.gen(function*() {
     if (!(yield* Effect.sync(() => Fs.existsSync(path)))) return
     const head = Buffer.alloc(16)
@@ -53,7 +56,10 @@ export const checkFile = (path: string): Effect.Effect<void, DatabaseUnusable> =
     )
     if (read === 0) return yield* new DatabaseUnusable({ path, reason: "the file is empty (0 bytes)" })
     if (read < 16 || !head.equals(SQLITE_HEADER)) {
-      return yield* new DatabaseUnusable({ path, reason: "it is not a SQLite database (it does not start with the SQLite header)" })
+      return yield* new DatabaseUnusable({
+        path,
+        reason: "it is not a SQLite database (it does not start with the SQLite header)"
+      })
     }
   })
 }

@@ -9,8 +9,8 @@
  * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import * as SqlSchema from "@effect/sql/SqlSchema"
 import type { SqlError } from "@effect/sql/SqlError"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import type { JsonRpc, McpEvents } from "@skald/mcp"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -118,20 +118,27 @@ export class EventRecorder extends Effect.Service<EventRecorder>()("@skald/serve
     // A failed insert is retried (the database may be busy with another process), never dropped.
     const insert = (batch: ReadonlyArray<NewEvent>) =>
       repo.insertAll(batch).pipe(
-        Effect.tapError((error) => Effect.logWarning(`could not store ${batch.length} MCP events, retrying: ${error.message}`)),
+        Effect.tapError((error) =>
+          Effect.logWarning(`could not store ${batch.length} MCP events, retrying: ${error.message}`)
+        ),
         Effect.retry(Schedule.exponential("100 millis").pipe(Schedule.either(Schedule.spaced("5 seconds")))),
         Effect.orDie
       )
     yield* Effect.forkScoped(
       // A batch once taken is stored even if the host is stopping (uninterruptible insert).
-      Effect.forever(Effect.flatMap(Queue.takeBetween(queue, 1, 1000), (batch) => Effect.uninterruptible(insert(Array.from(batch)))))
+      Effect.forever(
+        Effect.flatMap(Queue.takeBetween(queue, 1, 1000), (batch) => Effect.uninterruptible(insert(Array.from(batch))))
+      )
     )
-    yield* Effect.addFinalizer(() => Effect.flatMap(Queue.takeAll(queue), (rest) => insert(Array.from(rest))).pipe(Effect.ignore))
+    yield* Effect.addFinalizer(() =>
+      Effect.flatMap(Queue.takeAll(queue), (rest) => insert(Array.from(rest))).pipe(Effect.ignore)
+    )
 
     const sink: McpEvents.Sink = {
       offer: (server: string, event: JsonRpc.Notification) =>
-        Effect.flatMap(nowIso, (receivedAt) =>
-          Queue.offer(queue, { server, method: event.method, params: event.params, receivedAt })
+        Effect.flatMap(
+          nowIso,
+          (receivedAt) => Queue.offer(queue, { server, method: event.method, params: event.params, receivedAt })
         ).pipe(Effect.asVoid)
     }
     return { sink } as const

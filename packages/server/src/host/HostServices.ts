@@ -8,11 +8,11 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Database from "./Database.js"
 import * as EventStore from "./EventStore.js"
-import { ServerLogs } from "./ServerLogs.js"
 import * as McpServerRepo from "./McpServerRepo.js"
 import type { Paths } from "./Paths.js"
 import { Registration } from "./Registration.js"
 import { SecretStore } from "./SecretStore.js"
+import { ServerLogs } from "./ServerLogs.js"
 import * as ServerSecrets from "./ServerSecrets.js"
 import * as StatusRepo from "./StatusRepo.js"
 
@@ -23,7 +23,9 @@ import * as StatusRepo from "./StatusRepo.js"
  */
 export const layer = <E, R>(paths: Layer.Layer<Paths, E, R>) => {
   const database = Database.layer.pipe(Layer.provide(paths))
-  const repos = Layer.mergeAll(McpServerRepo.layer, StatusRepo.layer, EventStore.layer).pipe(Layer.provideMerge(database))
+  const repos = Layer.mergeAll(McpServerRepo.layer, StatusRepo.layer, EventStore.layer).pipe(
+    Layer.provideMerge(database)
+  )
   const runtime = Layer.mergeAll(ServerLogs.Default, EventStore.EventRecorder.Default).pipe(Layer.provideMerge(repos))
   const stores = Layer.mergeAll(runtime, SecretStore.Default)
   const services = Registration.Default.pipe(Layer.provideMerge(stores), Layer.provideMerge(paths))

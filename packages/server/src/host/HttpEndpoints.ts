@@ -24,6 +24,7 @@
  *
  * @since 0.1.0
  */
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpRouter from "@effect/platform/HttpRouter"
@@ -31,7 +32,6 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { MediaType } from "@skald/domain"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
@@ -95,7 +95,9 @@ const openMedia = Effect.fn("HttpEndpoints.openMedia")(
   function*(mediaDir: string, name: string) {
     const dir = yield* fsCall(() => Fs.promises.lstat(mediaDir))
     if (Option.isNone(dir)) return Option.none()
-    if (!dir.value.isDirectory()) return yield* refuse(name, `the media folder ${mediaDir} is not a plain directory (a link?)`)
+    if (!dir.value.isDirectory()) {
+      return yield* refuse(name, `the media folder ${mediaDir} is not a plain directory (a link?)`)
+    }
     const realDir = yield* fsCall(() => Fs.promises.realpath(mediaDir))
     if (Option.isNone(realDir)) return Option.none()
     const file = Path.join(mediaDir, name)
@@ -105,7 +107,9 @@ const openMedia = Effect.fn("HttpEndpoints.openMedia")(
     if (!before.value.isFile()) return yield* refuse(name, "not a regular file")
     if (before.value.nlink !== 1) return yield* refuse(name, `a hard link (${before.value.nlink} links)`)
     const real = yield* fsCall(() => Fs.promises.realpath(file))
-    if (Option.isNone(real) || Path.dirname(real.value) !== realDir.value) return yield* refuse(name, "outside the media folder")
+    if (Option.isNone(real) || Path.dirname(real.value) !== realDir.value) {
+      return yield* refuse(name, "outside the media folder")
+    }
     // O_NONBLOCK: a FIFO swapped in after the checks cannot block a thread of the pool on open.
     const flags = Fs.constants.O_RDONLY | Fs.constants.O_NOFOLLOW | Fs.constants.O_NONBLOCK
     const handle = yield* Effect.acquireRelease(
@@ -316,7 +320,9 @@ const causeCode = (cause: unknown): { code: string; reason: string } => {
 export const serve = <E, R>(app: HttpApp.Default<E, R>, bindHost: string) =>
   Layer.unwrapEffect(
     HttpServer.addressWith((address) =>
-      Effect.succeed(HttpServer.serve(app, guard(allowedFor(bindHost, address._tag === "TcpAddress" ? address.port : 0))))
+      Effect.succeed(
+        HttpServer.serve(app, guard(allowedFor(bindHost, address._tag === "TcpAddress" ? address.port : 0)))
+      )
     )
   )
 
@@ -330,12 +336,17 @@ export const layer = (
       const paths = yield* Paths
       const runFork = Runtime.runFork(yield* Effect.runtime<never>())
       const listening = HttpServer.addressWith((address) =>
-        onListening(address._tag === "TcpAddress" ? `http://${formatAddress(address.hostname, address.port)}` : address.path)
+        onListening(
+          address._tag === "TcpAddress" ? `http://${formatAddress(address.hostname, address.port)}` : address.path
+        )
       )
       return serve(router.pipe(Effect.provideService(Paths, paths)), options.host).pipe(
         Layer.merge(Layer.effectDiscard(listening)),
         Layer.provide(
-          NodeHttpServer.layer(createServer(options, (effect) => void runFork(effect)), { host: options.host, port: options.port }).pipe(
+          NodeHttpServer.layer(createServer(options, (effect) => void runFork(effect)), {
+            host: options.host,
+            port: options.port
+          }).pipe(
             Layer.catchAll((error: HttpServerError.ServeError) =>
               Layer.fail(new ListenFailed({ host: options.host, port: options.port, ...causeCode(error.cause) }))
             )

@@ -26,11 +26,12 @@ import * as Either from "effect/Either"
 import * as FiberMap from "effect/FiberMap"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as Connector from "./Connector.js"
-import * as Orphans from "./Orphans.js"
+import { EventRecorder } from "./EventStore.js"
 import {
   CorruptRow,
   HostAlreadyRunning,
@@ -40,18 +41,17 @@ import {
   UnknownServer
 } from "./HostError.js"
 import { McpServerRepo } from "./McpServerRepo.js"
+import * as Orphans from "./Orphans.js"
 import { Paths } from "./Paths.js"
+import * as Redactor from "./Redactor.js"
 import * as SecretStoreModule from "./SecretStore.js"
 import { SecretStore } from "./SecretStore.js"
-import * as Redactor from "./Redactor.js"
-import * as ServerList from "./ServerList.js"
-import * as ServerSecrets from "./ServerSecrets.js"
 import * as ServerEnvironment from "./ServerEnvironment.js"
+import * as ServerList from "./ServerList.js"
 import { ServerLogs } from "./ServerLogs.js"
+import * as ServerSecrets from "./ServerSecrets.js"
 import { StatusRepo } from "./StatusRepo.js"
 import { isoOf, nowIso } from "./Time.js"
-import { EventRecorder } from "./EventStore.js"
-import * as Redacted from "effect/Redacted"
 import * as ToolResults from "./ToolResults.js"
 
 /** How the manager behaves; every duration is configurable so tests run in seconds. */
@@ -89,11 +89,16 @@ export type CallError =
 /** The manager. */
 export interface Service {
   /** Validates and stores the entry, then (re)connects it, replacing a running server of that name. */
-  readonly register: (entry: McpServerEntry.McpServerEntry) => Effect.Effect<void, InvalidServerEntry | SqlError | CorruptRow>
+  readonly register: (
+    entry: McpServerEntry.McpServerEntry
+  ) => Effect.Effect<void, InvalidServerEntry | SqlError | CorruptRow>
   /** Deletes the entry and the secrets moved in for it, and disconnects the server. */
   readonly unregister: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | SqlError | CorruptRow>
   /** Switches a server on or off, live. */
-  readonly setEnabled: (name: ServerName.ServerName, enabled: boolean) => Effect.Effect<void, UnknownServer | SqlError | CorruptRow>
+  readonly setEnabled: (
+    name: ServerName.ServerName,
+    enabled: boolean
+  ) => Effect.Effect<void, UnknownServer | SqlError | CorruptRow>
   /** Every registered server with its status. */
   readonly list: Effect.Effect<ReadonlyArray<McpServerEntry.ServerSummary>, SqlError | CorruptRow>
   /** The tools of every connected server. */
@@ -134,7 +139,9 @@ export const validate = (entry: McpServerEntry.McpServerEntry): Effect.Effect<vo
   const config = entry.config
   if (config._tag === "http") {
     if (!URL.canParse(config.url) || !/^https?:$/.test(new URL(config.url).protocol)) {
-      return Effect.fail(new InvalidServerEntry({ reason: `the url must be http(s), got ${JSON.stringify(config.url)}` }))
+      return Effect.fail(
+        new InvalidServerEntry({ reason: `the url must be http(s), got ${JSON.stringify(config.url)}` })
+      )
     }
     // A url is stored and printed as given: a credential in it would reach the database and the logs.
     const credentials = SecretStoreModule.credentialsInUrl(config.url)
@@ -164,7 +171,6 @@ const referencesOf = (config: McpServerEntry.McpServerEntry["config"]): Readonly
     : config.apiKey === undefined
     ? []
     : SecretStoreModule.references(config.apiKey)
-
 
 const describe = (error: unknown): string =>
   typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
@@ -339,7 +345,9 @@ export const make = (
           const retryAt = (yield* Clock.currentTimeMillis) + Duration.toMillis(delay)
           yield* lifecycle(`restarting in ${Duration.format(delay)} (attempt ${attempt})`)
           yield* Effect.logWarning(
-            `MCP server '${name}' ${failedToStart ? "failed to start" : "stopped"}: ${reason}; restarting in ${Duration.format(delay)}`
+            `MCP server '${name}' ${failedToStart ? "failed to start" : "stopped"}: ${reason}; restarting in ${
+              Duration.format(delay)
+            }`
           )
           yield* record(name, "failed", {
             error: `${reason} — restarting in ${Duration.format(delay)} (attempt ${attempt})`,
@@ -347,7 +355,11 @@ export const make = (
           })
           yield* Effect.sleep(delay)
         }
-      }).pipe(Effect.onInterrupt(() => logs.lifecycle(entry.name, "stopped by the host (disabled, removed, replaced or shutting down)")))
+      }).pipe(
+        Effect.onInterrupt(() =>
+          logs.lifecycle(entry.name, "stopped by the host (disabled, removed, replaced or shutting down)")
+        )
+      )
 
     /**
      * Stops what must stop and starts what must run. `force`: servers to restart whatever their
@@ -366,7 +378,10 @@ export const make = (
           return launchedStamp.get(name) !== stamps.get(name) ||
             referencesOf(entry.config).some((ref) => changedSecrets.has(ref))
         })
-        yield* Effect.forEach(stop, (name) => FiberMap.remove(runners, name), { concurrency: "unbounded", discard: true })
+        yield* Effect.forEach(stop, (name) => FiberMap.remove(runners, name), {
+          concurrency: "unbounded",
+          discard: true
+        })
         for (const name of stop) {
           launched.delete(name)
           failing.delete(name)
@@ -415,7 +430,11 @@ export const make = (
 
     const connected = Effect.map(Ref.get(connections), (map) => [...map.values()])
     const qualify = (running: Running): ReadonlyArray<QualifiedTool> =>
-      running.tools.map((tool) => ({ name: ToolName.format(running.entry.name, tool.name), server: running.entry.name, tool }))
+      running.tools.map((tool) => ({
+        name: ToolName.format(running.entry.name, tool.name),
+        server: running.entry.name,
+        tool
+      }))
 
     const notConnected = (server: string) =>
       Effect.gen(function*() {

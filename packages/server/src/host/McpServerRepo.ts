@@ -4,8 +4,8 @@
  *
  * @since 0.1.0
  */
-import type { SqlError } from "@effect/sql/SqlError"
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
 import * as SqlSchema from "@effect/sql/SqlSchema"
 import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
 import * as Context from "effect/Context"
@@ -70,21 +70,25 @@ const decodeHttp = Schema.decodeUnknown(ServerConfig.HttpServerConfig)
 const fromRow = (row: Row): Effect.Effect<McpServerEntry.McpServerEntry, CorruptRow> =>
   (row.transport === "stdio"
     ? decodeStdio({ _tag: "stdio", command: row.command, args: row.args, env: row.env })
-    : decodeHttp({ _tag: "http", url: row.url, ...(row.api_key === null ? {} : { apiKey: row.api_key }) }) as Effect.Effect<
+    : decodeHttp({
+      _tag: "http",
+      url: row.url,
+      ...(row.api_key === null ? {} : { apiKey: row.api_key })
+    }) as Effect.Effect<
       ServerConfig.ServerConfig,
       ParseError
     >).pipe(
-    Effect.catchTag("ParseError", Rows.corrupt("mcp_servers", row.name)),
-    Effect.map((config) =>
-      McpServerEntry.McpServerEntry.make({
-        name: ServerName.make(row.name),
-        config,
-        ...(row.description === null ? {} : { description: row.description }),
-        ...(row.friendly_name === null ? {} : { friendlyName: row.friendly_name }),
-        enabled: row.enabled === 1
-      })
+      Effect.catchTag("ParseError", Rows.corrupt("mcp_servers", row.name)),
+      Effect.map((config) =>
+        McpServerEntry.McpServerEntry.make({
+          name: ServerName.make(row.name),
+          config,
+          ...(row.description === null ? {} : { description: row.description }),
+          ...(row.friendly_name === null ? {} : { friendlyName: row.friendly_name }),
+          enabled: row.enabled === 1
+        })
+      )
     )
-  )
 
 /** The SQL implementation. */
 export const layer: Layer.Layer<McpServerRepo, never, SqlClient.SqlClient> = Layer.effect(
@@ -131,10 +135,11 @@ export const layer: Layer.Layer<McpServerRepo, never, SqlClient.SqlClient> = Lay
             onSome: (row) => Effect.asSome(fromRow(row))
           }))
         ),
-      upsert: (entry) => Effect.flatMap(nowIso, (at) => {
-        const c = entry.config
-        const stdio = c._tag === "stdio"
-        return sql`INSERT INTO mcp_servers
+      upsert: (entry) =>
+        Effect.flatMap(nowIso, (at) => {
+          const c = entry.config
+          const stdio = c._tag === "stdio"
+          return sql`INSERT INTO mcp_servers
           (name, transport, command, args, env, url, api_key, description, friendly_name, enabled, created_at, updated_at)
           VALUES (${entry.name}, ${c._tag}, ${stdio ? c.command : null}, ${JSON.stringify(stdio ? c.args : [])},
             ${JSON.stringify(stdio ? c.env : {})}, ${stdio ? null : c.url}, ${stdio ? null : c.apiKey ?? null},
@@ -143,16 +148,19 @@ export const layer: Layer.Layer<McpServerRepo, never, SqlClient.SqlClient> = Lay
             transport = excluded.transport, command = excluded.command, args = excluded.args, env = excluded.env,
             url = excluded.url, api_key = excluded.api_key, description = excluded.description,
             friendly_name = excluded.friendly_name, enabled = excluded.enabled, updated_at = excluded.updated_at`
-          .pipe(Effect.asVoid)
-      }),
+            .pipe(Effect.asVoid)
+        }),
       remove: (name) =>
         sql<{ name: string }>`DELETE FROM mcp_servers WHERE name = ${name} RETURNING name`.pipe(
           Effect.map((rows) => rows.length > 0)
         ),
       setEnabled: (name, enabled) =>
-        Effect.flatMap(nowIso, (at) =>
-          sql<{ name: string }>`UPDATE mcp_servers SET enabled = ${enabled ? 1 : 0}, updated_at = ${at}
-          WHERE name = ${name} RETURNING name`.pipe(Effect.map((rows) => rows.length > 0))),
+        Effect.flatMap(
+          nowIso,
+          (at) =>
+            sql<{ name: string }>`UPDATE mcp_servers SET enabled = ${enabled ? 1 : 0}, updated_at = ${at}
+          WHERE name = ${name} RETURNING name`.pipe(Effect.map((rows) => rows.length > 0))
+        ),
       stamps: stampRows(undefined).pipe(
         Effect.catchTag("ParseError", Rows.corrupt("mcp_servers", nameAt)),
         Effect.map((rows) => new Map(rows.map((r) => [r.name, r.updated_at])))

@@ -92,7 +92,8 @@ export class Paths extends Context.Tag("@skald/server/Paths")<Paths, Service>() 
     Layer.effect(
       Paths,
       Effect.gen(function*() {
-        const optional = (name: string) => Config.option(Config.nonEmptyString(name)).pipe(Effect.map(Option.getOrUndefined))
+        const optional = (name: string) =>
+          Config.option(Config.nonEmptyString(name)).pipe(Effect.map(Option.getOrUndefined))
         const home = Option.isSome(homeFlag) ? homeFlag.value : (yield* optional("SKALD_HOME")) ?? "."
         return make({
           home,

@@ -77,7 +77,8 @@ export const forms = (value: string): ReadonlyArray<string> => {
 
 const escapeRegExp = (text: string): string => text.replace(/[\\^$.*+?()[\]{}|/-]/g, "\\$&")
 
-const hexClass = (digit: string): string => /[a-f]/i.test(digit) ? `[${digit.toLowerCase()}${digit.toUpperCase()}]` : digit
+const hexClass = (digit: string): string =>
+  /[a-f]/i.test(digit) ? `[${digit.toLowerCase()}${digit.toUpperCase()}]` : digit
 
 /** A form as a pattern: literal, except that the hex digits of `%XX` and `\uXXXX` match in either case. */
 const patternOf = (form: string): string => {

@@ -71,15 +71,30 @@ export const legacySecretNameFor = (server: string, field: string): string => {
 export const API_KEY_FIELD = "API_KEY"
 
 /** Each field of a config that holds a secret reference: `API_KEY` → the api key, an env key → its value. */
-export const secretFields = (config: ServerConfig.ServerConfig): ReadonlyArray<readonly [field: string, template: string]> =>
+export const secretFields = (
+  config: ServerConfig.ServerConfig
+): ReadonlyArray<readonly [field: string, template: string]> =>
   config._tag === "http"
     ? config.apiKey === undefined ? [] : [[API_KEY_FIELD, config.apiKey]]
     : Object.entries(config.env)
 
 /** Query parameters that carry credentials when found in a URL. */
 const credentialParameters = new Set([
-  "api_key", "apikey", "api-key", "token", "access_token", "auth_token", "refresh_token", "id_token", "auth",
-  "key", "secret", "client_secret", "password", "passwd", "pwd"
+  "api_key",
+  "apikey",
+  "api-key",
+  "token",
+  "access_token",
+  "auth_token",
+  "refresh_token",
+  "id_token",
+  "auth",
+  "key",
+  "secret",
+  "client_secret",
+  "password",
+  "passwd",
+  "pwd"
 ])
 
 /**
@@ -263,7 +278,7 @@ export class SecretStore extends Effect.Service<SecretStore>()("@skald/server/Se
         if (kind === undefined) return
         const mode = stat.mode & 0o777
         if ((mode & 0o077) !== 0) out.push({ path, kind, mode })
-        if (kind === "folder") for (const name of Fs.readdirSync(path).sort()) visit(Path.join(path, name))
+        if (kind === "folder") { for (const name of Fs.readdirSync(path).sort()) visit(Path.join(path, name)) }
       }
       visit(paths.secretsDir, true)
       return out as ReadonlyArray<Exposed>

@@ -11,8 +11,8 @@ import { McpServerEntry } from "@skald/domain"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Fs from "node:fs"
 import * as Database from "./Database.js"
 import { UnknownServer } from "./HostError.js"
@@ -115,6 +115,8 @@ export const notifySecretChanged = (name: string) =>
     const paths = yield* Paths
     if (!(yield* Effect.sync(() => Fs.existsSync(paths.database)))) return
     yield* signalSecretChanged(name).pipe(
-      Effect.provide(StatusRepoModule.layer.pipe(Layer.provide(Database.layer), Layer.provide(Layer.succeed(Paths, paths))))
+      Effect.provide(
+        StatusRepoModule.layer.pipe(Layer.provide(Database.layer), Layer.provide(Layer.succeed(Paths, paths)))
+      )
     )
   })

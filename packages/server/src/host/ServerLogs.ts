@@ -77,7 +77,9 @@ export class ServerLogs extends Effect.Service<ServerLogs>()("@skald/server/Serv
         await Fs.promises.mkdir(Path.dirname(file), { recursive: true, mode: 0o700 })
         // Never through a link planted in the log folder, symbolic or hard (docs/manager.md: the database rule).
         const stat = await Fs.promises.lstat(file).catch(() => undefined)
-        if (stat !== undefined && (!stat.isFile() || stat.nlink !== 1)) throw new Error(`${file} is not a plain file (a link?)`)
+        if (stat !== undefined && (!stat.isFile() || stat.nlink !== 1)) {
+          throw new Error(`${file} is not a plain file (a link?)`)
+        }
         const flag = Fs.constants.O_WRONLY | Fs.constants.O_APPEND | Fs.constants.O_CREAT | Fs.constants.O_NOFOLLOW
         await Fs.promises.appendFile(file, text, { flag, mode: PRIVATE_FILE_MODE })
         sizes.set(file, (sizes.get(file) ?? 0) + bytes)
@@ -131,7 +133,9 @@ export class ServerLogs extends Effect.Service<ServerLogs>()("@skald/server/Serv
           yield* flush
         }
       }).pipe(
-        Effect.catchAll((error) => Effect.logWarning(`could not write an MCP server log: ${String(error.error ?? error)}`))
+        Effect.catchAll((error) =>
+          Effect.logWarning(`could not write an MCP server log: ${String(error.error ?? error)}`)
+        )
       )
 
     const drain = Effect.gen(function*() {

@@ -14,16 +14,24 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { CorruptRow, InvalidSecretName, SecretStoreError } from "./HostError.js"
 import { McpServerRepo } from "./McpServerRepo.js"
-import { legacySecretNameFor, references, SecretStore, secretFields, secretNameFor } from "./SecretStore.js"
+import { legacySecretNameFor, references, secretFields, secretNameFor, SecretStore } from "./SecretStore.js"
 
 /** `entry` with the template of `field` replaced. */
-const withField = (entry: McpServerEntry.McpServerEntry, field: string, template: string): McpServerEntry.McpServerEntry => {
+const withField = (
+  entry: McpServerEntry.McpServerEntry,
+  field: string,
+  template: string
+): McpServerEntry.McpServerEntry => {
   const config = entry.config
   return McpServerEntry.McpServerEntry.make({
     ...entry,
     config: config._tag === "http"
       ? ServerConfig.HttpServerConfig.make({ url: config.url, apiKey: template })
-      : ServerConfig.StdioServerConfig.make({ command: config.command, args: config.args, env: { ...config.env, [field]: template } })
+      : ServerConfig.StdioServerConfig.make({
+        command: config.command,
+        args: config.args,
+        env: { ...config.env, [field]: template }
+      })
   })
 }
 
@@ -69,7 +77,8 @@ export interface Migration {
 export const migrate: Effect.Effect<
   Migration,
   SqlError | CorruptRow | SecretStoreError | InvalidSecretName,
-  McpServerRepo | SecretStore | SqlClient.SqlClient> = Effect
+  McpServerRepo | SecretStore | SqlClient.SqlClient
+> = Effect
   .gen(function*() {
     const repo = yield* McpServerRepo
     const store = yield* SecretStore
@@ -113,7 +122,9 @@ export const migrate: Effect.Effect<
       )
     }
     for (const [name, servers] of shared) {
-      const who = servers.length > 1 ? `MCP servers ${servers.map((s) => `'${s}'`).join(" and ")}` : `several settings of MCP server '${servers[0]}'`
+      const who = servers.length > 1
+        ? `MCP servers ${servers.map((s) => `'${s}'`).join(" and ")}`
+        : `several settings of MCP server '${servers[0]}'`
       yield* Effect.logWarning(
         `the stored secret ${name} is used by ${who}; left as it is (the older naming rule gave the secrets of ` +
           "servers whose names differ only in case, '-' or '_' one name, so they may send each other's key). " +
@@ -135,7 +146,10 @@ const prune = (previous: McpServerEntry.McpServerEntry) =>
       if (remaining.has(secret)) continue
       const gone = yield* store.remove(secret).pipe(
         Effect.catchAll((error) =>
-          Effect.as(Effect.logWarning(`could not remove the secret ${secret} of '${previous.name}': ${error.message}`), false)
+          Effect.as(
+            Effect.logWarning(`could not remove the secret ${secret} of '${previous.name}': ${error.message}`),
+            false
+          )
         )
       )
       if (gone) removed.push(secret)

@@ -6,8 +6,8 @@
  *
  * @since 0.1.0
  */
-import type { SqlError } from "@effect/sql/SqlError"
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
 import * as SqlSchema from "@effect/sql/SqlSchema"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"

@@ -71,7 +71,11 @@ export const fromCallResult = (
           }
           const file = yield* save(mediaDir, item)
           const url = `${baseUrl?.replace(/\/+$/, "") ?? ""}${MEDIA_URL_PREFIX}${file}`
-          const link = item.kind === "image" ? `![image](${url})` : item.kind === "audio" ? `[audio](${url})` : `[file](${url})`
+          const link = item.kind === "image"
+            ? `![image](${url})`
+            : item.kind === "audio"
+            ? `[audio](${url})`
+            : `[file](${url})`
           lines.push(`${link} (${item.mimeType}, ${MediaType.formatSize(item.data.length)})`)
         }
         return ToolResult.TextResult.make({ text: lines.join("\n") })

@@ -7,7 +7,7 @@
  * `make(names)` builds a reversible mapping for one request's tools: a name that fits is sent as
  * it is (the common case: what the model sees is the real name); one that doesn't becomes its
  * characters with each disallowed one as `_`, cut to leave room for `_` and 8 hex digits of its
- * SHA-256 (`mcp__files__read.file` → `mcp__files__read_file_1a2b3c4d`). Distinct names always get
+ * SHA-256 (`mcp__files__read.file` → `mcp__files__read_file_` and 8 hex digits). Distinct names always get
  * distinct provider names within the limit (a clash, however unlikely, takes the next hash), and
  * `fromProvider` gives each one back. The mapping depends only on the set of names, not their order.
  *

@@ -21,6 +21,7 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
+import * as TestClock from "effect/TestClock"
 import * as Standin from "./fixtures/anthropic-standin.js"
 
 const weatherSchema = {
@@ -207,6 +208,39 @@ describe("Anthropic's wire format", () => {
       )
         .pipe(Effect.flip)
       assert.strictEqual(once.requests.length, 1)
+    }))
+
+  it.scoped("without Retry-After the backoff doubles from the base, capped (TestClock)", () =>
+    Effect.gen(function*() {
+      const standin = yield* Standin.start([Standin.status(503), Standin.status(502), Standin.text("done")])
+      const fiber = yield* withModel(
+        { baseUrl: standin.url, model: "m", retryBaseDelay: Duration.millis(500), retryMaxDelay: Duration.millis(700) },
+        LanguageModel.generateText({ prompt: "hi" })
+      ).pipe(Effect.fork)
+      /** Waits (in real time, bounded) for the stand-in to have seen `n` requests. */
+      const seen = (n: number) =>
+        Effect.promise(async () => {
+          for (let i = 0; i < 500 && standin.requests.length < n; i++) await new Promise((r) => setTimeout(r, 10))
+          return standin.requests.length
+        })
+      /** Lets real time pass (a request that should not come has its chance to arrive). */
+      const settle = Effect.promise(() => new Promise((r) => setTimeout(r, 150)))
+      assert.strictEqual(yield* seen(1), 1)
+      yield* settle
+      yield* TestClock.adjust(Duration.millis(499))
+      yield* settle
+      assert.strictEqual(standin.requests.length, 1)
+      yield* TestClock.adjust(Duration.millis(1))
+      assert.strictEqual(yield* seen(2), 2)
+      yield* settle
+      // The second delay would be 1 s; the cap makes it 700 ms.
+      yield* TestClock.adjust(Duration.millis(699))
+      yield* settle
+      assert.strictEqual(standin.requests.length, 2)
+      yield* TestClock.adjust(Duration.millis(1))
+      const answer = yield* Fiber.join(fiber)
+      assert.strictEqual(answer.text, "done")
+      assert.strictEqual(standin.requests.length, 3)
     }))
 
   it.scopedLive("a Retry-After beyond the longest delay fails at once, saying how long", () =>

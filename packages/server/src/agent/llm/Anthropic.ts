@@ -146,8 +146,10 @@ export const withRetries = (
         return info.retryable && (info.after === undefined || Duration.lessThanOrEqualTo(info.after, cap))
       })
     ),
-    Schedule.modifyDelayEffect(([[error]], delay) =>
-      Effect.map(Clock.currentTimeMillis, (now) => retryInfo(error, now).after ?? delay)
+    // The delay is the server's Retry-After, else the capped backoff (the schedule's output:
+    // `exponential`'s own delay is not capped).
+    Schedule.modifyDelayEffect(([[error, backoffDelay]]) =>
+      Effect.map(Clock.currentTimeMillis, (now) => retryInfo(error, now).after ?? backoffDelay)
     )
   )
   const failNonOk = (

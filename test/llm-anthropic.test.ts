@@ -294,4 +294,28 @@ describe("Anthropic's wire format", () => {
       yield* Effect.promise(() => standin.whenAborted)
       assert.strictEqual(standin.aborted(), 1)
     }))
+
+  it.scopedLive("interrupting a non-streaming call aborts the HTTP request", () =>
+    Effect.gen(function*() {
+      const standin = yield* Standin.start([Standin.hang])
+      const fiber = yield* withModel({ baseUrl: standin.url, model: "m" }, LanguageModel.generateText({ prompt: "hi" }))
+        .pipe(Effect.fork)
+      while (standin.requests.length === 0) yield* Effect.sleep(Duration.millis(10))
+      assert.isTrue(Exit.isInterrupted(yield* Fiber.interrupt(fiber)))
+      yield* Effect.promise(() => standin.whenAborted)
+      assert.strictEqual(standin.aborted(), 1)
+    }))
+
+  it.scopedLive("resets on every try: a typed request error, without the key", () =>
+    Effect.gen(function*() {
+      const standin = yield* Standin.start([Standin.reset, Standin.reset])
+      const error = yield* withModel(
+        { baseUrl: standin.url, model: "m", apiKey: Redacted.make("sk-ant-reset-key"), maxRetries: 2, ...quick },
+        LanguageModel.generateText({ prompt: "hi" })
+      ).pipe(Effect.flip)
+      assert.strictEqual(standin.requests.length, 2)
+      assert.strictEqual(error._tag, "HttpRequestError")
+      assert.notInclude(JSON.stringify(error), "sk-ant-reset-key")
+      assert.notInclude(error.message, "sk-ant-reset-key")
+    }))
 })

@@ -167,6 +167,16 @@ describe("skald model set|show", () => {
     assert.match(text.stdout, /^provider\s+anthropic\s+\(stored\)$/m)
     assert.match(text.stdout, /^base-url\s+https:\/\/api\.anthropic\.com\s+\(default\)$/m)
     assert.notInclude(text.stdout + text.stderr, "sk-ant-from-stdin")
+    // A reference on argv is stored as is; a literal on argv is moved, with a warning.
+    const ref = await runSkald(["model", "set", "--home", home, "--api-key", "${MY_KEY}"], { env: clean })
+    assert.strictEqual(ref.status, 0, ref.stderr)
+    assert.notInclude(ref.stderr, "warning")
+    const shown = await runSkald(["model", "show", "--home", home, "--json"], { env: clean })
+    assert.deepStrictEqual(JSON.parse(shown.stdout).apiKey, { value: "${MY_KEY}", source: "stored" })
+    const literal = await runSkald(["model", "set", "--home", home, "--api-key", "sk-on-argv"], { env: clean })
+    assert.strictEqual(literal.status, 0, literal.stderr)
+    assert.include(literal.stderr, "visible to other users")
+    assert.strictEqual(Fs.readFileSync(Path.join(home, "secrets", "vars", "SKALD_LLM_API_KEY"), "utf8"), "sk-on-argv")
   })
 
   it("a bad value is a usage failure (exit 2) and set without a field says what to give", async () => {

@@ -129,7 +129,7 @@ describe("ModelSettings", () => {
       const fromEnv = yield* withEnv({ SKALD_LLM_PROVIDER: "bard", SKALD_LLM_MODEL: "m" })(settings.resolve).pipe(
         Effect.flip
       )
-      assert.include(fromEnv.message, "the environment variable SKALD_LLM_PROVIDER is invalid")
+      assert.include(fromEnv.message, "the environment variable SKALD_LLM_PROVIDER cannot be used")
       // Nothing was stored by the failed sets.
       assert.deepStrictEqual((yield* settings.show).provider, { value: "openai", source: "default" })
     }).pipe(withEnv({}), Effect.provide(settingsLayer(makeHome()))))

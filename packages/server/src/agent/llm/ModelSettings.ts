@@ -68,9 +68,9 @@ export class InvalidModelSetting extends Schema.TaggedError<InvalidModelSetting>
     const where = this.source === "env"
       ? `the environment variable ${this.variable}`
       : this.source === "stored"
-      ? `the stored ${this.variable}`
-      : this.variable
-    return `${where} is invalid: ${this.reason}`
+      ? `the stored value of ${this.variable}`
+      : `the value given for ${this.variable}`
+    return `${where} cannot be used: ${this.reason}`
   }
 }
 

@@ -182,8 +182,9 @@ export const withRetries = (
 const API_KEY_HEADER = "x-api-key"
 
 /**
- * The request with its API key replaced by `<redacted>`, for errors: `AiError`'s constructors copy the request's headers
- * into the error, and their redaction depends on the fiber that builds it (it let the key through).
+ * The request with its API key replaced by `<redacted>`, for errors: `AiError`'s constructors copy
+ * the request's headers into the error, and their redaction depends on the fiber that builds it
+ * (it let the key through).
  */
 const scrub = (request: HttpClientRequest.HttpClientRequest) =>
   API_KEY_HEADER in request.headers ? HttpClientRequest.setHeader(request, API_KEY_HEADER, "<redacted>") : request

@@ -57,3 +57,9 @@ export * as ConfigImport from "./host/ConfigImport.js"
 
 /** The first run's demo server. */
 export * as FirstRun from "./host/FirstRun.js"
+
+/** The home's stored settings (`settings`). */
+export * as SettingsRepo from "./host/SettingsRepo.js"
+
+/** Which model the agent talks to: `SKALD_LLM_*` over the stored settings. */
+export * as ModelSettings from "./agent/llm/ModelSettings.js"

@@ -15,6 +15,7 @@ import * as Help from "./Help.js"
 import { reportFailures, stdout } from "./Io.js"
 import * as Lazy from "./Lazy.js"
 import * as McpCommands from "./McpCommands.js"
+import * as ModelCommands from "./ModelCommands.js"
 import * as SecretCommands from "./SecretCommands.js"
 import * as Serve from "./Serve.js"
 import * as Target from "./Target.js"
@@ -70,7 +71,15 @@ export const command = Command.make("skald").pipe(
     usage: ["skald COMMAND [options] [-- CMD [ARGS…]]"],
     examples: ["skald tools -- node server.js", "skald mcp add weather -- node weather.js", "skald serve"]
   })),
-  Command.withSubcommands([tools, call, McpCommands.command, SecretCommands.command, Serve.command, Events.command])
+  Command.withSubcommands([
+    tools,
+    call,
+    McpCommands.command,
+    SecretCommands.command,
+    Serve.command,
+    Events.command,
+    ModelCommands.command
+  ])
 )
 
 /** The version `--version` prints. */

@@ -132,3 +132,29 @@ export class CorruptRow extends Schema.TaggedError<CorruptRow>("@skald/server/Co
       `Correct or delete that row, or re-register what it describes.`
   }
 }
+
+/**
+ * The database failed a statement (busy past its timeout, read-only, full, locked, damaged, …):
+ * what a repository turns a `SqlError` into at its boundary, so no caller sees the SQL layer.
+ * `operation` says what was being done ("read the server registry"), `reason` what SQLite said.
+ */
+export class DatabaseError extends Schema.TaggedError<DatabaseError>("@skald/server/DatabaseError")(
+  "DatabaseError",
+  {
+    operation: Schema.String,
+    reason: Schema.String,
+    /** SQLite's result code (`SQLITE_BUSY`, `SQLITE_READONLY`, …) when it gave one. */
+    code: Schema.optionalWith(Schema.String, { exact: true })
+  }
+) {
+  override get message(): string {
+    const advice = this.code?.startsWith("SQLITE_BUSY") === true || this.code?.startsWith("SQLITE_LOCKED") === true
+      ? "another process holds the database busy; try again"
+      : this.code?.startsWith("SQLITE_READONLY") === true || this.code?.startsWith("SQLITE_CANTOPEN") === true
+      ? "check that the data folder and the database file are writable by this user"
+      : this.code?.startsWith("SQLITE_FULL") === true
+      ? "the disk is full; free some space and try again"
+      : "check that the data folder is writable and the disk not full, then try again"
+    return `could not ${this.operation}: ${this.reason}; ${advice}`
+  }
+}

@@ -14,7 +14,6 @@
  *
  * @since 0.1.0
  */
-import type { SqlError } from "@effect/sql/SqlError"
 import type { McpError, McpServerEntry, McpTool, ServerName, ToolResult } from "@skald/domain"
 import { ToolName } from "@skald/domain"
 import type { McpClient } from "@skald/mcp"
@@ -31,9 +30,10 @@ import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as Connector from "./Connector.js"
-import { EventRecorder } from "./EventStore.js"
+import { EventRecorder } from "./EventRecorder.js"
 import {
   CorruptRow,
+  type DatabaseError,
   HostAlreadyRunning,
   InvalidServerEntry,
   InvalidToolName,
@@ -91,16 +91,16 @@ export interface Service {
   /** Validates and stores the entry, then (re)connects it, replacing a running server of that name. */
   readonly register: (
     entry: McpServerEntry.McpServerEntry
-  ) => Effect.Effect<void, InvalidServerEntry | SqlError | CorruptRow>
+  ) => Effect.Effect<void, InvalidServerEntry | DatabaseError | CorruptRow>
   /** Deletes the entry and the secrets moved in for it, and disconnects the server. */
-  readonly unregister: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | SqlError | CorruptRow>
+  readonly unregister: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | DatabaseError | CorruptRow>
   /** Switches a server on or off, live. */
   readonly setEnabled: (
     name: ServerName.ServerName,
     enabled: boolean
-  ) => Effect.Effect<void, UnknownServer | SqlError | CorruptRow>
+  ) => Effect.Effect<void, UnknownServer | DatabaseError | CorruptRow>
   /** Every registered server with its status. */
-  readonly list: Effect.Effect<ReadonlyArray<McpServerEntry.ServerSummary>, SqlError | CorruptRow>
+  readonly list: Effect.Effect<ReadonlyArray<McpServerEntry.ServerSummary>, DatabaseError | CorruptRow>
   /** The tools of every connected server. */
   readonly tools: Effect.Effect<ReadonlyArray<QualifiedTool>>
   /** The tools of the connected servers named in `grants`. */
@@ -112,9 +112,9 @@ export interface Service {
     options?: McpClient.RequestOptions
   ) => Effect.Effect<ToolResult.ToolResult, CallError>
   /** Restarts a server now (a failed one is retried at once); a disabled one stays off. */
-  readonly restart: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | SqlError | CorruptRow>
+  readonly restart: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | DatabaseError | CorruptRow>
   /** Brings the running connections in line with the registry now (normally automatic). */
-  readonly reconcile: Effect.Effect<void, SqlError | CorruptRow>
+  readonly reconcile: Effect.Effect<void, DatabaseError | CorruptRow>
   /** The process ids of the running stdio servers, by server name. */
   readonly pids: Effect.Effect<ReadonlyMap<string, number>>
 }
@@ -180,7 +180,7 @@ export const make = (
   options: Options
 ): Effect.Effect<
   Service,
-  HostAlreadyRunning | SqlError | CorruptRow,
+  HostAlreadyRunning | DatabaseError | CorruptRow,
   McpServerRepo | StatusRepo | SecretStore | Paths | ServerLogs | EventRecorder | Scope
 > =>
   Effect.gen(function*() {
@@ -520,6 +520,6 @@ export const layer = (
   options: Options
 ): Layer.Layer<
   McpManager,
-  HostAlreadyRunning | SqlError | CorruptRow,
+  HostAlreadyRunning | DatabaseError | CorruptRow,
   McpServerRepo | StatusRepo | SecretStore | Paths | ServerLogs | EventRecorder
 > => Layer.scoped(McpManager, make(options))

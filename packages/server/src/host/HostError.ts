@@ -11,7 +11,8 @@ export class UnknownSecretReference extends Schema.TaggedError<UnknownSecretRefe
 )("UnknownSecretReference", { server: Schema.String, variable: Schema.String }) {
   override get message(): string {
     return `MCP server '${this.server}' refers to \${${this.variable}}, which is neither a stored secret nor an ` +
-      `environment variable. Store it with \`skald secret set ${this.variable}\` (the value is read from stdin).`
+      `environment variable. Store a value for ${this.variable} in the secret store, or set it in the host's ` +
+      "environment."
   }
 }
 
@@ -40,7 +41,7 @@ export class UnknownServer extends Schema.TaggedError<UnknownServer>("@skald/ser
   name: Schema.String
 }) {
   override get message(): string {
-    return `no MCP server named '${this.name}' is registered; see \`skald mcp list\``
+    return `no MCP server named '${this.name}' is registered; check the name against the registered servers`
   }
 }
 
@@ -61,7 +62,8 @@ export class ServerNotConnected extends Schema.TaggedError<ServerNotConnected>("
 ) {
   override get message(): string {
     const why = this.reason === undefined ? "" : `: ${this.reason}`
-    return `MCP server '${this.server}' is not connected (${this.state})${why}. See \`skald mcp list\`.`
+    return `MCP server '${this.server}' is not connected (${this.state})${why}. Its status says why; its ` +
+      "tools can be called once it is connected."
   }
 }
 
@@ -71,8 +73,8 @@ export class StartTimeout extends Schema.TaggedError<StartTimeout>("@skald/serve
   seconds: Schema.Number
 }) {
   override get message(): string {
-    return `MCP server '${this.server}' did not start within ${this.seconds} s ` +
-      "(raise SKALD_MCP_START_TIMEOUT if it is just slow)"
+    return `MCP server '${this.server}' did not start within ${this.seconds} s; raise the start timeout if it ` +
+      "is just slow"
   }
 }
 
@@ -86,7 +88,7 @@ export class InvalidToolName extends Schema.TaggedError<InvalidToolName>("@skald
   }
 }
 
-/** Another `skald serve` is running on this database. */
+/** Another host is running on this database. */
 export class HostAlreadyRunning extends Schema.TaggedError<HostAlreadyRunning>("@skald/server/HostAlreadyRunning")(
   "HostAlreadyRunning",
   { pid: Schema.Number }

@@ -175,6 +175,19 @@ const referencesOf = (config: McpServerEntry.McpServerEntry["config"]): Readonly
 const describe = (error: unknown): string =>
   typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
 
+/** A tagged error's `_tag` and plain fields (strings redacted): the status's `errorCause`. */
+const causeOf = (error: unknown, redact: (text: string) => string): McpServerEntry.ErrorCause | undefined => {
+  if (typeof error !== "object" || error === null || !("_tag" in error) || typeof error._tag !== "string") {
+    return undefined
+  }
+  const fields: Record<string, string | number | boolean> = {}
+  for (const [key, value] of Object.entries(error)) {
+    if (typeof value === "string") fields[key] = redact(value)
+    else if (typeof value === "number" || typeof value === "boolean") fields[key] = value
+  }
+  return { ...fields, _tag: error._tag }
+}
+
 /** Builds the manager in the current scope; closing the scope stops every server. */
 export const make = (
   options: Options
@@ -247,6 +260,7 @@ export const make = (
 
     const record = (name: string, state: "starting" | "connected" | "failed" | "disabled", extra: {
       readonly error?: string
+      readonly errorCause?: McpServerEntry.ErrorCause | undefined
       readonly toolCount?: number
       readonly pid?: number | undefined
       readonly pgid?: number | undefined
@@ -332,6 +346,7 @@ export const make = (
           const outcome = yield* Effect.either(session(entry, secrets))
           let reason: string
           const failedToStart = Either.isLeft(outcome)
+          const cause = causeOf(Either.isLeft(outcome) ? outcome.left : outcome.right.reason, redact)
           if (Either.isLeft(outcome)) {
             reason = redact(describe(outcome.left))
             yield* lifecycle(`failed to start: ${reason}`)
@@ -351,6 +366,7 @@ export const make = (
           )
           yield* record(name, "failed", {
             error: `${reason} — restarting in ${Duration.format(delay)} (attempt ${attempt})`,
+            errorCause: cause,
             nextRetryAt: isoOf(retryAt)
           })
           yield* Effect.sleep(delay)

@@ -8,6 +8,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
+import { McpServerEntry } from "@skald/domain"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -24,6 +25,8 @@ export interface Status {
   readonly name: string
   readonly state: RecordedState
   readonly error?: string | undefined
+  /** The kind of error `error` is, with its plain fields (redacted). */
+  readonly errorCause?: McpServerEntry.ErrorCause | undefined
   readonly toolCount?: number | undefined
   readonly pid?: number | undefined
   /** A stdio server's process group id… */
@@ -78,6 +81,7 @@ const StatusRow = Schema.Struct({
   name: Schema.String,
   status: Schema.Literal("starting", "connected", "failed", "disabled"),
   error: Schema.NullOr(Schema.String),
+  error_cause: Schema.NullOr(Schema.parseJson(McpServerEntry.ErrorCause)),
   tool_count: Schema.NullOr(Schema.Number),
   pid: Schema.NullOr(Schema.Number),
   pgid: Schema.NullOr(Schema.Number),
@@ -99,10 +103,13 @@ export const layer: Layer.Layer<StatusRepo, never, SqlClient.SqlClient> = Layer.
     const sql = yield* SqlClient.SqlClient
     return {
       set: (s) =>
-        sql`INSERT INTO mcp_server_status (name, status, error, tool_count, pid, pgid, start_time, next_retry_at, since)
-          VALUES (${s.name}, ${s.state}, ${s.error ?? null}, ${s.toolCount ?? null}, ${s.pid ?? null},
-            ${s.pgid ?? null}, ${s.startTime ?? null}, ${s.nextRetryAt ?? null}, ${s.since})
+        sql`INSERT INTO mcp_server_status
+          (name, status, error, error_cause, tool_count, pid, pgid, start_time, next_retry_at, since)
+          VALUES (${s.name}, ${s.state}, ${s.error ?? null},
+            ${s.errorCause === undefined ? null : JSON.stringify(s.errorCause)}, ${s.toolCount ?? null},
+            ${s.pid ?? null}, ${s.pgid ?? null}, ${s.startTime ?? null}, ${s.nextRetryAt ?? null}, ${s.since})
           ON CONFLICT (name) DO UPDATE SET status = excluded.status, error = excluded.error,
+            error_cause = excluded.error_cause,
             tool_count = excluded.tool_count, pid = excluded.pid, pgid = excluded.pgid,
             start_time = excluded.start_time, next_retry_at = excluded.next_retry_at, since = excluded.since`
           .pipe(Effect.asVoid, Rows.storage(`record the status of MCP server '${s.name}'`)),
@@ -115,7 +122,7 @@ export const layer: Layer.Layer<StatusRepo, never, SqlClient.SqlClient> = Layer.
         Request: Schema.Void,
         Result: StatusRow,
         execute: () =>
-          sql`SELECT name, status, error, tool_count, pid, pgid, start_time, next_retry_at, since
+          sql`SELECT name, status, error, error_cause, tool_count, pid, pgid, start_time, next_retry_at, since
             FROM mcp_server_status ORDER BY name`
       })(undefined).pipe(
         Effect.catchTag("ParseError", Rows.corrupt("mcp_server_status")),
@@ -125,6 +132,7 @@ export const layer: Layer.Layer<StatusRepo, never, SqlClient.SqlClient> = Layer.
             state: r.status,
             since: r.since,
             ...(r.error === null ? {} : { error: r.error }),
+            ...(r.error_cause === null ? {} : { errorCause: r.error_cause }),
             ...(r.tool_count === null ? {} : { toolCount: r.tool_count }),
             ...(r.pid === null ? {} : { pid: r.pid }),
             ...(r.pgid === null ? {} : { pgid: r.pgid }),

@@ -150,12 +150,15 @@ describe("skald CLI conventions", () => {
     assert.strictEqual(registered.status, 2)
     assert.include(registered.stderr, "'quiet' did not start within 1 s")
     assert.include(registered.stderr, "SKALD_MCP_START_TIMEOUT")
+    assert.include(registered.stderr, "skald: the start timeout is SKALD_MCP_START_TIMEOUT (seconds, default 120)")
   }, 120_000)
 
   it("`mcp logs` of a server never registered exits 2 with a message", async () => {
     const r = await runSkald(["mcp", "logs", "nosuch", "--home", makeHome()])
     assert.strictEqual(r.status, 2)
     assert.include(r.stderr, "no MCP server named 'nosuch'")
+    // The error names no command; the command line's hint, on the next line, does.
+    assert.strictEqual(r.stderr.trim().split("\n")[1], "skald: `skald mcp list` shows the registered servers")
   })
 
   it("bash completion of `skald mcp <TAB>` offers mcp's commands; of `skald <TAB>` the top level", async () => {

@@ -3,6 +3,7 @@
  * with their path and what to do (one stderr line, exit 2, the file left as it was); a missing one
  * is created. Real files, the real `skald` binary, and the host layer itself.
  */
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Database from "@skald/server/host/Database"
 import { Effect, Exit, Layer } from "effect"
@@ -69,6 +70,25 @@ describe("the database file", () => {
       const error = Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined
       assert.instanceOf(error, Database.DatabaseUnusable)
       assert.strictEqual((error as Database.DatabaseUnusable).path, dbOf(home))
+    }))
+
+  it.effect("a database its migrations cannot be applied to is DatabaseUnusable, with SQLite's reason", () =>
+    Effect.gen(function*() {
+      // A real SQLite file that already has a table the first migration creates (made by another tool).
+      const home = makeHome()
+      Fs.mkdirSync(Path.join(home, "data"), { recursive: true })
+      yield* Effect.flatMap(SqliteClient.SqliteClient, (sql) => sql`CREATE TABLE mcp_servers (x TEXT)`).pipe(
+        Effect.provide(SqliteClient.layer({ filename: dbOf(home) })),
+        Effect.orDie
+      )
+      const exit = yield* Effect.exit(Layer.build(servicesLayer(home)).pipe(Effect.scoped))
+      const error = Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined
+      assert.instanceOf(error, Database.DatabaseUnusable, String(exit))
+      const e = error as Database.DatabaseUnusable
+      assert.strictEqual(e.path, dbOf(home))
+      assert.include(e.reason, "its migrations cannot be applied")
+      assert.include(e.reason, "table mcp_servers already exists")
+      assert.include(e.message, "Restore it from a backup")
     }))
 
   it("a missing file is still created", async () => {

@@ -6,7 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { ServerName } from "@skald/domain"
-import { EventStore, SecretStore, ServerLogs } from "@skald/server"
+import { EventRepo, SecretStore, ServerLogs } from "@skald/server"
 import { Context, Duration, Effect, Redacted, Schedule } from "effect"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
@@ -167,7 +167,7 @@ describe("push events", () => {
       Effect.gen(function*() {
         const home = makeHome()
         const { context, manager } = yield* startManager(home)
-        const repo = Context.get(context, EventStore.EventRepo)
+        const repo = Context.get(context, EventRepo.EventRepo)
         yield* manager.register(fixtureEntry("pusher", "host"))
         yield* waitForState(manager, "pusher", "connected")
         yield* manager.call("mcp__pusher__chatter")
@@ -207,7 +207,7 @@ describe("push events", () => {
     Effect.gen(function*() {
       const home = makeHome()
       const { context, manager } = yield* startManager(home)
-      const repo = Context.get(context, EventStore.EventRepo)
+      const repo = Context.get(context, EventRepo.EventRepo)
       // The raw fixture pushes events as soon as it is initialized, before anyone could subscribe.
       yield* manager.register(
         commandEntry("eager", process.execPath, [Path.join(import.meta.dirname, "fixtures/eager-events.mjs")])

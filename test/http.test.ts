@@ -489,7 +489,8 @@ describe("bad answers are typed errors", () => {
       const error = expectHttpError(yield* Effect.flip(Effect.scoped(connectHttp("unauthorized", hostile.url))))
       assert.strictEqual(error.status, 401)
       assert.include(error.message, "the api key is missing or wrong")
-      assert.include(error.message, "--api-key-env")
+      // The error names no flag; the command line says which of its own to use (below).
+      assert.notInclude(error.message, "--api-key")
     }).pipe(Effect.scoped))
 
   it.live("HTTP 500 on initialize: connecting fails with the status (no legacy fallback)", () =>
@@ -703,6 +704,12 @@ describe("skald CLI over --http", () => {
       assert.strictEqual(r.status, 2, r.stderr)
       assert.strictEqual(r.stdout, "")
       assert.include(r.stderr.split("\n")[0]!, "api key")
+      // The command line's hint, on the next line: which of its flags gives the key.
+      assert.strictEqual(
+        r.stderr.split("\n")[1],
+        "skald: pass the api key with --api-key-env VAR; a registered server is given a new one with " +
+          "`skald mcp add NAME --replace --http URL --api-key-env VAR` (or --api-key KEY)"
+      )
     }))
 })
 

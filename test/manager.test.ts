@@ -10,6 +10,7 @@ import { Context, Effect, Layer, Logger, LogLevel, Redacted } from "effect"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { runSkald } from "./cli-support.js"
 import {
   commandEntry,
   everythingEntry,
@@ -202,7 +203,17 @@ describe("McpManager", () => {
 
         const orphan = yield* waitForState(manager, "orphan", "failed")
         assert.include(orphan?.error, "${SKALD_NO_SUCH_SECRET}")
-        assert.include(orphan?.error, "skald secret set SKALD_NO_SUCH_SECRET")
+        // Neutral of where it is shown; the command line adds what to run (test/retries.test.ts).
+        assert.include(orphan?.error, "Store a value for SKALD_NO_SUCH_SECRET in the secret store")
+        assert.notInclude(orphan?.error, "skald ")
+        assert.deepStrictEqual(orphan?.errorCause, {
+          _tag: "UnknownSecretReference",
+          server: "orphan",
+          variable: "SKALD_NO_SUCH_SECRET"
+        })
+        const listed = yield* Effect.promise(() => runSkald(["mcp", "list", "--home", home]))
+        assert.strictEqual(listed.status, 0, listed.stderr)
+        assert.include(listed.stderr, "skald: 'orphan': store it with `skald secret set SKALD_NO_SUCH_SECRET`")
         // The server's stderr reached the logs, so the capture is live.
         assert.isTrue(lines.some((l) => l.includes("TOKEN is set")), "the fixture's stderr was logged")
       }).pipe(

@@ -1,12 +1,14 @@
 /**
  * The repositories read rows through schemas: a row that does not match (written by hand, with
  * raw SQL, into a real SQLite file) is a typed `CorruptRow` error naming the table, the row and
- * the column — never a defect, and never quoting the value. Their timestamps are the Clock's.
+ * the column — never a defect, and never quoting the value. A statement SQLite refuses is a
+ * `DatabaseError` saying what was being done — never the SQL layer's `SqlError`. Their timestamps
+ * are the Clock's.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import { ServerName } from "@skald/domain"
-import { EventStore, McpServerRepo, StatusRepo } from "@skald/server"
+import { EventRepo, HostError, McpServerRepo, StatusRepo } from "@skald/server"
 import { Chunk, Context, Effect, Either, Fiber, Layer, Option, Stream, TestClock } from "effect"
 import { commandEntry, makeHome, servicesLayer } from "./host-support.js"
 
@@ -17,7 +19,7 @@ const openAt = (home: string) =>
       sql: Context.get(context, SqlClient.SqlClient),
       servers: Context.get(context, McpServerRepo.McpServerRepo),
       statuses: Context.get(context, StatusRepo.StatusRepo),
-      events: Context.get(context, EventStore.EventRepo)
+      events: Context.get(context, EventRepo.EventRepo)
     }
   })
 const open = Effect.suspend(() => openAt(makeHome()))
@@ -34,6 +36,18 @@ const corruptRow = <A, E extends { readonly _tag: string }>(effect: Effect.Effec
     }
     assert.strictEqual(error._tag, "CorruptRow")
     return error
+  })
+
+/** The failure of `effect`: a `DatabaseError` (HostError.ts) of that operation, with what SQLite said. */
+const databaseError = <A, E>(effect: Effect.Effect<A, E>, operation: string, reason: string, code: string) =>
+  Effect.map(Effect.flip(effect), (error) => {
+    assert.instanceOf(error, HostError.DatabaseError, `${operation}: ${String(error)}`)
+    const e = error as unknown as HostError.DatabaseError
+    assert.strictEqual(e.operation, operation)
+    assert.include(e.reason, reason)
+    assert.strictEqual(e.code, code)
+    assert.include(e.message, `could not ${operation}: `)
+    return e
   })
 
 describe("repositories", () => {
@@ -100,6 +114,46 @@ describe("repositories", () => {
       const event = yield* corruptRow(events.list())
       assert.strictEqual(event.table, "mcp_events")
       assert.deepStrictEqual(event.columns, ["params"])
+    }))
+
+  it.scoped("a statement SQLite refuses is a DatabaseError naming the operation, SQLite's reason and code", () =>
+    Effect.gen(function*() {
+      const { events, servers, sql, statuses } = yield* open
+      const kept = ServerName.make("kept")
+      yield* servers.upsert(commandEntry("kept", "/bin/true", []))
+      yield* statuses.set({ name: "kept", state: "connected", since: "2026-01-01T00:00:00.000Z" })
+      // Real refusals by SQLite: triggers that abort every write, and a table that is gone.
+      for (const table of ["mcp_servers", "mcp_server_status", "host_heartbeat", "host_requests"]) {
+        for (const op of ["INSERT", "UPDATE", "DELETE"]) {
+          yield* sql.unsafe(
+            `CREATE TRIGGER refuse_${op}_${table} BEFORE ${op} ON ${table} BEGIN SELECT RAISE(ABORT, 'refused'); END`
+          )
+        }
+      }
+      yield* sql`DROP TABLE mcp_events`
+      const refused = (effect: Effect.Effect<unknown, unknown>, operation: string) =>
+        databaseError(effect, operation, "refused", "SQLITE_CONSTRAINT_TRIGGER")
+      const since = "2026-01-01T00:00:00.000Z"
+      yield* refused(servers.upsert(commandEntry("new", "/bin/true", [])), "store the registration of MCP server 'new'")
+      yield* refused(servers.remove(kept), "remove the registration of MCP server 'kept'")
+      yield* refused(servers.setEnabled(kept, false), "disable MCP server 'kept'")
+      yield* refused(statuses.set({ name: "kept", state: "failed", since }), "record the status of MCP server 'kept'")
+      yield* refused(statuses.remove("kept"), "remove the status of MCP server 'kept'")
+      yield* refused(statuses.clear, "clear the servers' statuses")
+      yield* refused(statuses.beat({ pid: 1, startedAt: since, beatAt: since }), "record the host's heartbeat")
+      yield* refused(statuses.request("restart", "kept", since), "ask the running host to restart 'kept'")
+      const gone = (effect: Effect.Effect<unknown, unknown>, operation: string) =>
+        databaseError(effect, operation, "no such table: mcp_events", "SQLITE_ERROR")
+      yield* gone(
+        events.insertAll([{ server: "s", method: "event/x", params: {}, receivedAt: since }]),
+        "store 1 MCP events"
+      )
+      yield* gone(events.list({ pending: true }), "read the MCP events")
+      const marked = yield* gone(events.markProcessed([1]), "mark MCP events processed")
+      assert.include(marked.message, "then try again")
+      // What is only read still works.
+      assert.deepStrictEqual((yield* servers.list).map((e) => e.name), ["kept"])
+      assert.deepStrictEqual((yield* statuses.all).map((s) => s.state), ["connected"])
     }))
 
   it.scoped("stamps are the Clock's: created, updated, processed", () =>

@@ -78,7 +78,18 @@ describe("retries", () => {
         const token = `NOPE_TOKEN_${Crypto.randomUUID().replaceAll("-", "_")}`
         yield* manager.register(fixtureEntry("needy", "host", { TOKEN: `Bearer \${${token}}` }))
         const missing = yield* waitForState(manager, "needy", "failed")
-        assert.include(missing?.error, `skald secret set ${token}`)
+        // The status says it neutrally; the command line says what to run.
+        assert.include(missing?.error, `Store a value for ${token} in the secret store`)
+        assert.notInclude(missing?.error, "skald secret set")
+        assert.deepStrictEqual(missing?.errorCause, {
+          _tag: "UnknownSecretReference",
+          server: "needy",
+          variable: token
+        })
+        const listed = yield* skald(home, ["mcp", "list"])
+        assert.include(listed.stderr, `skald: 'needy': store it with \`skald secret set ${token}\``)
+        const shown = yield* skald(home, ["mcp", "show", "needy"])
+        assert.include(shown.stderr, `skald secret set ${token}`)
         yield* skald(home, ["secret", "set", token], "now-present\n")
         yield* waitForState(manager, "needy", "connected")
 
@@ -127,6 +138,7 @@ describe("retries", () => {
     const unknown = await runSkald(["mcp", "restart", "nosuch", "--home", home])
     assert.strictEqual(unknown.status, 2)
     assert.include(unknown.stderr, "no MCP server named 'nosuch'")
+    assert.include(unknown.stderr, "skald: `skald mcp list` shows the registered servers")
     const host = fixture("host")
     assert.strictEqual(
       (await runSkald(["mcp", "add", "idle", "--home", home, "--", host.command, ...host.args])).status,

@@ -213,7 +213,7 @@ export class McpHttpError extends Schema.TaggedError<McpHttpError>("@skald/domai
   override get message(): string {
     const status = this.status === undefined ? "" : ` (HTTP ${this.status})`
     const hint = this.status === 401 || this.status === 403
-      ? "; the api key is missing or wrong — check --api-key-env / the server's apiKey"
+      ? "; the api key is missing or wrong — check the api key the server is given"
       : this.status === undefined
       ? "; check the URL and that the server is running"
       : ""

@@ -33,6 +33,17 @@ export class McpServerEntry extends Schema.Class<McpServerEntry>("@skald/domain/
 export const ServerState = Schema.Literal("starting", "connected", "failed", "disabled", "host-not-running")
 export type ServerState = typeof ServerState.Type
 
+/**
+ * What a failed server's error was, beyond its message: its `_tag` and its plain fields (strings
+ * redacted of the server's secrets, numbers, booleans), so that whoever shows the status can add
+ * its own advice for that kind of error (the command line's hints).
+ */
+export const ErrorCause = Schema.Struct(
+  { _tag: Schema.String },
+  Schema.Record({ key: Schema.String, value: Schema.Union(Schema.String, Schema.Number, Schema.Boolean) })
+)
+export type ErrorCause = typeof ErrorCause.Type
+
 /** A line of `skald mcp list`. */
 export class ServerSummary extends Schema.Class<ServerSummary>("@skald/domain/ServerSummary")({
   name: ServerName,
@@ -42,6 +53,8 @@ export class ServerSummary extends Schema.Class<ServerSummary>("@skald/domain/Se
   enabled: Schema.Boolean,
   state: ServerState,
   error: Schema.optionalWith(Schema.String, { exact: true }),
+  /** The kind of error `error` is, with its fields. */
+  errorCause: Schema.optionalWith(ErrorCause, { exact: true }),
   toolCount: Schema.optionalWith(Schema.Number, { exact: true }),
   pid: Schema.optionalWith(Schema.Number, { exact: true }),
   /** When the server entered this state (ISO-8601). */

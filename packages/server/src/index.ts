@@ -43,8 +43,11 @@ export * as HostError from "./host/HostError.js"
 /** Per-server log files. */
 export * as ServerLogs from "./host/ServerLogs.js"
 
-/** Push events: the `mcp_events` table and the recorder. */
-export * as EventStore from "./host/EventStore.js"
+/** Push events: the `mcp_events` table. */
+export * as EventRepo from "./host/EventRepo.js"
+
+/** Push events: the recorder that writes them. */
+export * as EventRecorder from "./host/EventRecorder.js"
 
 /** The host's HTTP endpoints (media files). */
 export * as HttpEndpoints from "./host/HttpEndpoints.js"

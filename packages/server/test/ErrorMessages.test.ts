@@ -1,13 +1,15 @@
 /**
  * Every error type of @skald/domain and @skald/server says something: constructed with arbitrary
- * field values, its message is never empty and is more than the values it was given. The types
- * are found in the packages' exports (every Schema error class), so a new one is covered without
- * touching this file.
+ * field values, its message is never empty and is more than the values it was given, and names no
+ * command, flag or variable of the command line (those are the CLI's hints, CliError.ts). The
+ * types are found in the packages' exports (every Schema error class), so a new one is covered
+ * without touching this file; an exported error class that is not a Schema one is a failure.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Domain from "@skald/domain"
 import * as Server from "@skald/server"
 import * as Io from "@skald/server/cli/Io"
+import * as Database from "@skald/server/host/Database"
 import { Arbitrary, FastCheck as fc, Schema } from "effect"
 
 type ErrorClass = Schema.Schema.Any & (new(...args: ReadonlyArray<any>) => Error) & { readonly _tag?: string }
@@ -29,7 +31,30 @@ const errorClasses = (root: object): Map<string, ErrorClass> => {
   return found
 }
 
-const all = new Map([...errorClasses(Domain), ...errorClasses(Server)])
+/** The packages' exports, and the host modules that are not re-exported by the index but fail its layers. */
+const roots = [Domain, { ...Server, Database }]
+
+const all = new Map(roots.flatMap((root) => [...errorClasses(root)]))
+
+/** Every exported class whose instances are Errors, Schema or not. */
+const allErrorClasses = (root: object): Array<readonly [string, Function]> => {
+  const found: Array<readonly [string, Function]> = []
+  const seen = new Set<unknown>()
+  const walk = (value: unknown, path: string) => {
+    if (value === null || (typeof value !== "object" && typeof value !== "function") || seen.has(value)) return
+    seen.add(value)
+    if (typeof value === "function") {
+      if (value.prototype instanceof Error) found.push([path, value])
+      return
+    }
+    for (const [key, child] of Object.entries(value)) walk(child, path === "" ? key : `${path}.${key}`)
+  }
+  walk(root, "")
+  return found
+}
+
+/** What only the command line may say: its commands, its flags, the variables its settings read. */
+const cliWords = /\bskald (mcp|secret|serve|tools|call|events|config)\b|(^|\s|`)--[a-z]|SKALD_[A-Z_]+/
 
 describe("error messages", () => {
   it("the exports hold the error types (the enumeration finds them)", () => {
@@ -48,6 +73,13 @@ describe("error messages", () => {
     }
   })
 
+  it("every exported error class of the domain and the host is a Schema.TaggedError", () => {
+    const classes = roots.flatMap(allErrorClasses)
+    assert.isAtLeast(classes.length, all.size)
+    assert.isTrue(classes.some(([name]) => name === "Database.DatabaseUnusable"))
+    for (const [name, type] of classes) assert.isTrue(Schema.isSchema(type), `${name} is not a Schema error`)
+  })
+
   for (const [name, ErrorType] of all) {
     const arbitrary = Arbitrary.make(ErrorType) as fc.Arbitrary<Error>
     it.prop(`${name}: the message is never empty and says more than its fields`, [arbitrary], ([error]) => {
@@ -64,6 +96,9 @@ describe("error messages", () => {
       for (const value of fields) for (const w of words(value)) counts.set(w, (counts.get(w) ?? 0) - 1)
       const fixed = [...counts.values()].reduce((n, c) => n + Math.max(0, c), 0)
       assert.isAtLeast(fixed, 3, `${name}: ${JSON.stringify(message)}`)
+      // Neutral of where it is shown: no command line words (beyond what its fields brought).
+      const own = fields.reduce((text, value) => value.length === 0 ? text : text.split(value).join(" "), message)
+      assert.notMatch(own, cliWords, `${name}: ${JSON.stringify(message)}`)
       // And the command line shows it as it is (never an empty "skald: ").
       assert.isTrue(Io.describeFailure(error).startsWith(message), name)
     })

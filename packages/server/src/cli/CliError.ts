@@ -41,6 +41,23 @@ export const hintFor = (error: unknown): string | undefined => {
         : undefined
     case "ServerDisabled":
       return `skald: enable it with \`skald mcp enable ${field(error, "name")}\``
+    case "UnknownSecretReference":
+      return `skald: store it with \`skald secret set ${field(error, "variable")}\` (the value is read from stdin)`
+    case "UnknownServer":
+      return "skald: `skald mcp list` shows the registered servers"
+    case "ServerNotConnected":
+      return `skald: \`skald mcp list\` shows its status; \`skald mcp logs ${field(error, "server")}\` its log`
+    case "StartTimeout":
+      return "skald: the start timeout is SKALD_MCP_START_TIMEOUT (seconds, default 120)"
+    case "NonLoopbackBind":
+      return "skald: `skald serve` listens on SKALD_HOST (default 127.0.0.1)"
+    case "McpHttpError": {
+      const status = (error as { readonly status?: unknown }).status
+      return status === 401 || status === 403
+        ? "skald: pass the api key with --api-key-env VAR; a registered server is given a new one with " +
+          "`skald mcp add NAME --replace --http URL --api-key-env VAR` (or --api-key KEY)"
+        : undefined
+    }
     case "McpTimeout":
       return field(error, "method") === "initialize"
         ? "skald: the start timeout is SKALD_MCP_START_TIMEOUT (seconds, default 120)"
@@ -48,4 +65,13 @@ export const hintFor = (error: unknown): string | undefined => {
     default:
       return undefined
   }
+}
+
+/**
+ * The hint for a server whose status records a failure (its `errorCause`), as a line naming the
+ * server; `undefined` when the command line has none for that kind of error.
+ */
+export const statusHint = (summary: { readonly name: string; readonly errorCause?: unknown }): string | undefined => {
+  const hint = summary.errorCause === undefined ? undefined : hintFor(summary.errorCause)
+  return hint === undefined ? undefined : `skald: '${summary.name}': ${hint.replace(/^skald: /, "")}`
 }

@@ -6,7 +6,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { EventRepo } from "../host/EventStore.js"
+import { EventRepo } from "../host/EventRepo.js"
 import type { EventsArgs } from "./Events.js"
 import * as Host from "./HostRuntime.js"
 import { reportFailures, stdout } from "./Io.js"

@@ -19,7 +19,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import * as ConfigImport from "../host/ConfigImport.js"
 import * as Connector from "../host/Connector.js"
-import { EventRecorder } from "../host/EventStore.js"
+import { EventRecorder } from "../host/EventRecorder.js"
 import { ServerDisabled, UnknownServer } from "../host/HostError.js"
 import { McpServerRepo } from "../host/McpServerRepo.js"
 import { Paths } from "../host/Paths.js"
@@ -33,7 +33,7 @@ import { sanitize, ServerLogs } from "../host/ServerLogs.js"
 import * as ServerSecrets from "../host/ServerSecrets.js"
 import * as ToolResults from "../host/ToolResults.js"
 import * as CallParse from "./CallParse.js"
-import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
+import { ExitStatus, ExitWith, statusHint, UsageError } from "./CliError.js"
 import * as Elicit from "./Elicit.js"
 import * as Host from "./HostRuntime.js"
 import { reportFailures, stderr, stdout } from "./Io.js"
@@ -151,6 +151,12 @@ const stateText = (s: McpServerEntry.ServerSummary): string => {
   return s.nextRetryAt === undefined ? text : `${text} (next retry ${s.nextRetryAt})`
 }
 
+/** On stderr, what to run about a failed server's error, when the command line knows. */
+const printStatusHint = (summary: McpServerEntry.ServerSummary) => {
+  const hint = statusHint(summary)
+  return hint === undefined ? Effect.void : stderr(hint)
+}
+
 /** A server as `show --json` and each element of `list --json` print it: configuration and status. */
 const serverJson = (entry: McpServerEntry.McpServerEntry, summary: McpServerEntry.ServerSummary | undefined) => ({
   ...Registration.describe(entry),
@@ -185,6 +191,7 @@ export const list = ({ home, json }: ListArgs) =>
           }`
         }).join("\n")
       )
+      yield* Effect.forEach(servers, ({ summary }) => printStatusHint(summary), { discard: true })
     })
   ).pipe(reportFailures)
 
@@ -219,6 +226,7 @@ export const show = ({ home, json, name }: ShowArgs) =>
         ]
       )
       yield* stdout(rows.map(([key, value]) => `${key.padEnd(13)}  ${value}`.trimEnd()).join("\n"))
+      yield* printStatusHint(found.summary)
     })
   ).pipe(reportFailures)
 

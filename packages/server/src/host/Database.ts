@@ -8,19 +8,25 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as SqliteMigrator from "@effect/sql-sqlite-node/SqliteMigrator"
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as Migrator from "@effect/sql/Migrator"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
+import { DatabaseError } from "./HostError.js"
 import m0001 from "./migrations/0001_mcp_servers.js"
 import m0002 from "./migrations/0002_mcp_status.js"
 import m0003 from "./migrations/0003_mcp_events.js"
 import m0004 from "./migrations/0004_app_meta.js"
 import m0005 from "./migrations/0005_status_process.js"
 import m0007 from "./migrations/0007_settings.js"
+import m0008 from "./migrations/0008_status_cause.js"
 import { ensurePrivateDir, Paths, PRIVATE_FILE_MODE, privateFile } from "./Paths.js"
+import * as Rows from "./Rows.js"
 
 /** The database file exists but cannot be used: it is empty, not SQLite, or corrupt. */
 export class DatabaseUnusable extends Schema.TaggedError<DatabaseUnusable>("@skald/server/DatabaseUnusable")(
@@ -80,6 +86,27 @@ const unusableReason = (cause: Cause.Cause<unknown>): string | undefined => {
   return undefined
 }
 /**
+ * A failure (or defect: the migrator dies with the `MigrationError` of a migration that failed) to
+ * open or migrate a database that is not a damaged file. A migration that cannot be applied (a
+ * table another tool created, a file from a newer version) makes it `DatabaseUnusable`; any other
+ * failure (a folder not writable, …) is a `DatabaseError`.
+ */
+const openingFailed = (path: string, cause: Cause.Cause<unknown>): DatabaseError | DatabaseUnusable | undefined => {
+  for (const error of [...Cause.failures(cause), ...Cause.defects(cause)]) {
+    if (error instanceof Migrator.MigrationError) {
+      const sqlite = error.cause instanceof SqlError ? Rows.databaseError("")(error.cause) : undefined
+      const reason = sqlite === undefined ? error.message : `${error.message} (SQLite: ${sqlite.reason})`
+      return new DatabaseUnusable({ path, reason: `its migrations cannot be applied: ${reason}` })
+    }
+    if (error instanceof SqlError) return Rows.databaseError(`open the database ${path}`)(error)
+  }
+  const failure = Cause.failureOption(cause)
+  return Option.isSome(failure)
+    ? new DatabaseError({ operation: `open the database ${path}`, reason: String(failure.value) })
+    : undefined
+}
+
+/**
  * The numbered migrations, in order, one file each under `migrations/`. Never edit one that has
  * shipped: add the next file and its line here.
  */
@@ -89,15 +116,20 @@ export const migrations = {
   "0003_mcp_events": m0003,
   "0004_app_meta": m0004,
   "0005_status_process": m0005,
-  "0007_settings": m0007
+  "0007_settings": m0007,
+  "0008_status_cause": m0008
 }
 
 /**
  * Opens (creating the data folder, 0700, and the file, 0600, if needed) and migrates the database.
  * An existing file that is empty, not SQLite, or corrupt fails with `DatabaseUnusable`, and is left
- * untouched.
+ * untouched; any other failure to open or migrate it is a `DatabaseError`.
  */
-export const layer: Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, unknown, Paths> = Layer.unwrapEffect(
+export const layer: Layer.Layer<
+  SqlClient.SqlClient | SqliteClient.SqliteClient,
+  DatabaseUnusable | DatabaseError,
+  Paths
+> = Layer.unwrapEffect(
   Effect.gen(function*() {
     const paths = yield* Paths
     const sidecars = [`${paths.database}-wal`, `${paths.database}-shm`]
@@ -122,12 +154,14 @@ export const layer: Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient,
       Layer.provide(NodeContext.layer)
     )
     return Layer.provideMerge(migrator, client).pipe(
-      Layer.catchAllCause((cause) => {
-        const reason = unusableReason(cause)
-        return reason === undefined
-          ? Layer.failCause<unknown>(cause)
-          : Layer.fail(new DatabaseUnusable({ path: paths.database, reason }))
-      })
+      Layer.catchAllCause(
+        (cause): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, DatabaseUnusable | DatabaseError> => {
+          const reason = unusableReason(cause)
+          if (reason !== undefined) return Layer.fail(new DatabaseUnusable({ path: paths.database, reason }))
+          const failed = openingFailed(paths.database, cause)
+          return failed === undefined ? Layer.failCause(cause as Cause.Cause<never>) : Layer.fail(failed)
+        }
+      )
     )
   })
 )

@@ -14,6 +14,7 @@ import * as Fs from "node:fs"
 import { createRequire } from "node:module"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { McpServerRepo } from "./McpServerRepo.js"
+import * as Rows from "./Rows.js"
 import { nowIso } from "./Time.js"
 
 /** The `app_meta` key of the marker. */
@@ -67,5 +68,5 @@ export const ensure = Effect.gen(function*() {
     if (Option.isNone(entry) || Option.isSome(yield* repo.get(entry.value.name))) return Option.none<string>()
     yield* repo.upsert(entry.value)
     return Option.some(entry.value.name as string)
-  }))
+  })).pipe(Rows.storage("register the demo server on the first run"))
 })

@@ -11,7 +11,8 @@ export class UnknownSecretReference extends Schema.TaggedError<UnknownSecretRefe
 )("UnknownSecretReference", { server: Schema.String, variable: Schema.String }) {
   override get message(): string {
     return `MCP server '${this.server}' refers to \${${this.variable}}, which is neither a stored secret nor an ` +
-      `environment variable. Store it with \`skald secret set ${this.variable}\` (the value is read from stdin).`
+      `environment variable. Store a value for ${this.variable} in the secret store, or set it in the host's ` +
+      "environment."
   }
 }
 
@@ -40,7 +41,7 @@ export class UnknownServer extends Schema.TaggedError<UnknownServer>("@skald/ser
   name: Schema.String
 }) {
   override get message(): string {
-    return `no MCP server named '${this.name}' is registered; see \`skald mcp list\``
+    return `no MCP server named '${this.name}' is registered; check the name against the registered servers`
   }
 }
 
@@ -61,7 +62,8 @@ export class ServerNotConnected extends Schema.TaggedError<ServerNotConnected>("
 ) {
   override get message(): string {
     const why = this.reason === undefined ? "" : `: ${this.reason}`
-    return `MCP server '${this.server}' is not connected (${this.state})${why}. See \`skald mcp list\`.`
+    return `MCP server '${this.server}' is not connected (${this.state})${why}. Its status says why; its ` +
+      "tools can be called once it is connected."
   }
 }
 
@@ -71,8 +73,8 @@ export class StartTimeout extends Schema.TaggedError<StartTimeout>("@skald/serve
   seconds: Schema.Number
 }) {
   override get message(): string {
-    return `MCP server '${this.server}' did not start within ${this.seconds} s ` +
-      "(raise SKALD_MCP_START_TIMEOUT if it is just slow)"
+    return `MCP server '${this.server}' did not start within ${this.seconds} s; raise the start timeout if it ` +
+      "is just slow"
   }
 }
 
@@ -86,7 +88,7 @@ export class InvalidToolName extends Schema.TaggedError<InvalidToolName>("@skald
   }
 }
 
-/** Another `skald serve` is running on this database. */
+/** Another host is running on this database. */
 export class HostAlreadyRunning extends Schema.TaggedError<HostAlreadyRunning>("@skald/server/HostAlreadyRunning")(
   "HostAlreadyRunning",
   { pid: Schema.Number }
@@ -130,5 +132,31 @@ export class CorruptRow extends Schema.TaggedError<CorruptRow>("@skald/server/Co
     const row = this.key === undefined ? "a row" : `the row ${JSON.stringify(this.key)}`
     return `${row} of table ${this.table} cannot be read (column ${this.columns.join(", ")} is malformed). ` +
       `Correct or delete that row, or re-register what it describes.`
+  }
+}
+
+/**
+ * The database failed a statement (busy past its timeout, read-only, full, locked, damaged, …):
+ * what a repository turns a `SqlError` into at its boundary, so no caller sees the SQL layer.
+ * `operation` says what was being done ("read the server registry"), `reason` what SQLite said.
+ */
+export class DatabaseError extends Schema.TaggedError<DatabaseError>("@skald/server/DatabaseError")(
+  "DatabaseError",
+  {
+    operation: Schema.String,
+    reason: Schema.String,
+    /** SQLite's result code (`SQLITE_BUSY`, `SQLITE_READONLY`, …) when it gave one. */
+    code: Schema.optionalWith(Schema.String, { exact: true })
+  }
+) {
+  override get message(): string {
+    const advice = this.code?.startsWith("SQLITE_BUSY") === true || this.code?.startsWith("SQLITE_LOCKED") === true
+      ? "another process holds the database busy; try again"
+      : this.code?.startsWith("SQLITE_READONLY") === true || this.code?.startsWith("SQLITE_CANTOPEN") === true
+      ? "check that the data folder and the database file are writable by this user"
+      : this.code?.startsWith("SQLITE_FULL") === true
+      ? "the disk is full; free some space and try again"
+      : "check that the data folder is writable and the disk not full, then try again"
+    return `could not ${this.operation}: ${this.reason}; ${advice}`
   }
 }

@@ -7,7 +7,8 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Database from "./Database.js"
-import * as EventStore from "./EventStore.js"
+import { EventRecorder } from "./EventRecorder.js"
+import * as EventRepo from "./EventRepo.js"
 import * as McpServerRepo from "./McpServerRepo.js"
 import type { Paths } from "./Paths.js"
 import { Registration } from "./Registration.js"
@@ -23,10 +24,10 @@ import * as StatusRepo from "./StatusRepo.js"
  */
 export const layer = <E, R>(paths: Layer.Layer<Paths, E, R>) => {
   const database = Database.layer.pipe(Layer.provide(paths))
-  const repos = Layer.mergeAll(McpServerRepo.layer, StatusRepo.layer, EventStore.layer).pipe(
+  const repos = Layer.mergeAll(McpServerRepo.layer, StatusRepo.layer, EventRepo.layer).pipe(
     Layer.provideMerge(database)
   )
-  const runtime = Layer.mergeAll(ServerLogs.Default, EventStore.EventRecorder.Default).pipe(Layer.provideMerge(repos))
+  const runtime = Layer.mergeAll(ServerLogs.Default, EventRecorder.Default).pipe(Layer.provideMerge(repos))
   const stores = Layer.mergeAll(runtime, SecretStore.Default)
   const services = Registration.Default.pipe(Layer.provideMerge(stores), Layer.provideMerge(paths))
   // Secrets an older rule named are moved to their new names when a home is opened (ServerSecrets.ts).

@@ -234,7 +234,7 @@ export class NonLoopbackBind extends Schema.TaggedError<NonLoopbackBind>("@skald
 ) {
   override get message(): string {
     return `refusing to listen on ${this.host}: a non-loopback address needs an access token, which this ` +
-      "version does not have yet; use SKALD_HOST=127.0.0.1 (the default)"
+      "version does not have yet; listen on a loopback address (127.0.0.1, the default, or ::1)"
   }
 }
 

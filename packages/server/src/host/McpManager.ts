@@ -14,7 +14,6 @@
  *
  * @since 0.1.0
  */
-import type { SqlError } from "@effect/sql/SqlError"
 import type { McpError, McpServerEntry, McpTool, ServerName, ToolResult } from "@skald/domain"
 import { ToolName } from "@skald/domain"
 import type { McpClient } from "@skald/mcp"
@@ -31,9 +30,10 @@ import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as Connector from "./Connector.js"
-import { EventRecorder } from "./EventStore.js"
+import { EventRecorder } from "./EventRecorder.js"
 import {
   CorruptRow,
+  type DatabaseError,
   HostAlreadyRunning,
   InvalidServerEntry,
   InvalidToolName,
@@ -91,16 +91,16 @@ export interface Service {
   /** Validates and stores the entry, then (re)connects it, replacing a running server of that name. */
   readonly register: (
     entry: McpServerEntry.McpServerEntry
-  ) => Effect.Effect<void, InvalidServerEntry | SqlError | CorruptRow>
+  ) => Effect.Effect<void, InvalidServerEntry | DatabaseError | CorruptRow>
   /** Deletes the entry and the secrets moved in for it, and disconnects the server. */
-  readonly unregister: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | SqlError | CorruptRow>
+  readonly unregister: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | DatabaseError | CorruptRow>
   /** Switches a server on or off, live. */
   readonly setEnabled: (
     name: ServerName.ServerName,
     enabled: boolean
-  ) => Effect.Effect<void, UnknownServer | SqlError | CorruptRow>
+  ) => Effect.Effect<void, UnknownServer | DatabaseError | CorruptRow>
   /** Every registered server with its status. */
-  readonly list: Effect.Effect<ReadonlyArray<McpServerEntry.ServerSummary>, SqlError | CorruptRow>
+  readonly list: Effect.Effect<ReadonlyArray<McpServerEntry.ServerSummary>, DatabaseError | CorruptRow>
   /** The tools of every connected server. */
   readonly tools: Effect.Effect<ReadonlyArray<QualifiedTool>>
   /** The tools of the connected servers named in `grants`. */
@@ -112,9 +112,9 @@ export interface Service {
     options?: McpClient.RequestOptions
   ) => Effect.Effect<ToolResult.ToolResult, CallError>
   /** Restarts a server now (a failed one is retried at once); a disabled one stays off. */
-  readonly restart: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | SqlError | CorruptRow>
+  readonly restart: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | DatabaseError | CorruptRow>
   /** Brings the running connections in line with the registry now (normally automatic). */
-  readonly reconcile: Effect.Effect<void, SqlError | CorruptRow>
+  readonly reconcile: Effect.Effect<void, DatabaseError | CorruptRow>
   /** The process ids of the running stdio servers, by server name. */
   readonly pids: Effect.Effect<ReadonlyMap<string, number>>
 }
@@ -175,12 +175,25 @@ const referencesOf = (config: McpServerEntry.McpServerEntry["config"]): Readonly
 const describe = (error: unknown): string =>
   typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
 
+/** A tagged error's `_tag` and plain fields (strings redacted): the status's `errorCause`. */
+const causeOf = (error: unknown, redact: (text: string) => string): McpServerEntry.ErrorCause | undefined => {
+  if (typeof error !== "object" || error === null || !("_tag" in error) || typeof error._tag !== "string") {
+    return undefined
+  }
+  const fields: Record<string, string | number | boolean> = {}
+  for (const [key, value] of Object.entries(error)) {
+    if (typeof value === "string") fields[key] = redact(value)
+    else if (typeof value === "number" || typeof value === "boolean") fields[key] = value
+  }
+  return { ...fields, _tag: error._tag }
+}
+
 /** Builds the manager in the current scope; closing the scope stops every server. */
 export const make = (
   options: Options
 ): Effect.Effect<
   Service,
-  HostAlreadyRunning | SqlError | CorruptRow,
+  HostAlreadyRunning | DatabaseError | CorruptRow,
   McpServerRepo | StatusRepo | SecretStore | Paths | ServerLogs | EventRecorder | Scope
 > =>
   Effect.gen(function*() {
@@ -247,6 +260,7 @@ export const make = (
 
     const record = (name: string, state: "starting" | "connected" | "failed" | "disabled", extra: {
       readonly error?: string
+      readonly errorCause?: McpServerEntry.ErrorCause | undefined
       readonly toolCount?: number
       readonly pid?: number | undefined
       readonly pgid?: number | undefined
@@ -332,6 +346,7 @@ export const make = (
           const outcome = yield* Effect.either(session(entry, secrets))
           let reason: string
           const failedToStart = Either.isLeft(outcome)
+          const cause = causeOf(Either.isLeft(outcome) ? outcome.left : outcome.right.reason, redact)
           if (Either.isLeft(outcome)) {
             reason = redact(describe(outcome.left))
             yield* lifecycle(`failed to start: ${reason}`)
@@ -351,6 +366,7 @@ export const make = (
           )
           yield* record(name, "failed", {
             error: `${reason} — restarting in ${Duration.format(delay)} (attempt ${attempt})`,
+            errorCause: cause,
             nextRetryAt: isoOf(retryAt)
           })
           yield* Effect.sleep(delay)
@@ -520,6 +536,6 @@ export const layer = (
   options: Options
 ): Layer.Layer<
   McpManager,
-  HostAlreadyRunning | SqlError | CorruptRow,
+  HostAlreadyRunning | DatabaseError | CorruptRow,
   McpServerRepo | StatusRepo | SecretStore | Paths | ServerLogs | EventRecorder
 > => Layer.scoped(McpManager, make(options))

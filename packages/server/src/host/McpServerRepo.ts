@@ -5,7 +5,6 @@
  * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
 import * as SqlSchema from "@effect/sql/SqlSchema"
 import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
 import * as Context from "effect/Context"
@@ -17,31 +16,34 @@ import type { ParseError } from "effect/ParseResult"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import type { CorruptRow } from "./HostError.js"
+import type { CorruptRow, DatabaseError } from "./HostError.js"
 import * as Rows from "./Rows.js"
 import { nowIso } from "./Time.js"
 
-/** The registry. A row that cannot be read is a `CorruptRow` (HostError.ts), not a defect. */
+/**
+ * The registry. A row that cannot be read is a `CorruptRow`, a statement that fails a
+ * `DatabaseError` (HostError.ts): never a defect, never the SQL layer's own error.
+ */
 export interface Service {
   /** Every entry, by name. */
-  readonly list: Effect.Effect<ReadonlyArray<McpServerEntry.McpServerEntry>, SqlError | CorruptRow>
+  readonly list: Effect.Effect<ReadonlyArray<McpServerEntry.McpServerEntry>, DatabaseError | CorruptRow>
   readonly get: (
     name: ServerName.ServerName
-  ) => Effect.Effect<Option.Option<McpServerEntry.McpServerEntry>, SqlError | CorruptRow>
+  ) => Effect.Effect<Option.Option<McpServerEntry.McpServerEntry>, DatabaseError | CorruptRow>
   /** Inserts or replaces the entry of that name (keeping its creation time). */
-  readonly upsert: (entry: McpServerEntry.McpServerEntry) => Effect.Effect<void, SqlError>
+  readonly upsert: (entry: McpServerEntry.McpServerEntry) => Effect.Effect<void, DatabaseError>
   /** Deletes the entry; false when there was none. */
-  readonly remove: (name: ServerName.ServerName) => Effect.Effect<boolean, SqlError>
+  readonly remove: (name: ServerName.ServerName) => Effect.Effect<boolean, DatabaseError>
   /** Sets `enabled`; false when there is no such entry. */
-  readonly setEnabled: (name: ServerName.ServerName, enabled: boolean) => Effect.Effect<boolean, SqlError>
+  readonly setEnabled: (name: ServerName.ServerName, enabled: boolean) => Effect.Effect<boolean, DatabaseError>
   /** When each entry was last written (`upsert`, `setEnabled`): `updated_at` by name. */
-  readonly stamps: Effect.Effect<ReadonlyMap<string, string>, SqlError | CorruptRow>
+  readonly stamps: Effect.Effect<ReadonlyMap<string, string>, DatabaseError | CorruptRow>
   /**
    * Other processes' writes: notes where the database stands now and returns a stream that ticks
    * each time another connection has committed since (to any table: the registry, `host_requests`),
    * checked every `every`. A failed check fails the stream; retried, it goes on from where it stood.
    */
-  readonly changes: (every: Duration.DurationInput) => Effect.Effect<Stream.Stream<void, SqlError>, SqlError>
+  readonly changes: (every: Duration.DurationInput) => Effect.Effect<Stream.Stream<void, DatabaseError>, DatabaseError>
 }
 
 /** The server registry. */
@@ -125,7 +127,8 @@ export const layer: Layer.Layer<McpServerRepo, never, SqlClient.SqlClient> = Lay
     return {
       list: all(undefined).pipe(
         Effect.catchTag("ParseError", Rows.corrupt("mcp_servers", nameAt)),
-        Effect.flatMap(Effect.forEach(fromRow))
+        Effect.flatMap(Effect.forEach(fromRow)),
+        Rows.storage("read the server registry")
       ),
       get: (name) =>
         one(name).pipe(
@@ -133,7 +136,8 @@ export const layer: Layer.Layer<McpServerRepo, never, SqlClient.SqlClient> = Lay
           Effect.flatMap(Option.match({
             onNone: () => Effect.succeedNone,
             onSome: (row) => Effect.asSome(fromRow(row))
-          }))
+          })),
+          Rows.storage(`read the registration of MCP server '${name}'`)
         ),
       upsert: (entry) =>
         Effect.flatMap(nowIso, (at) => {
@@ -149,10 +153,11 @@ export const layer: Layer.Layer<McpServerRepo, never, SqlClient.SqlClient> = Lay
             url = excluded.url, api_key = excluded.api_key, description = excluded.description,
             friendly_name = excluded.friendly_name, enabled = excluded.enabled, updated_at = excluded.updated_at`
             .pipe(Effect.asVoid)
-        }),
+        }).pipe(Rows.storage(`store the registration of MCP server '${entry.name}'`)),
       remove: (name) =>
         sql<{ name: string }>`DELETE FROM mcp_servers WHERE name = ${name} RETURNING name`.pipe(
-          Effect.map((rows) => rows.length > 0)
+          Effect.map((rows) => rows.length > 0),
+          Rows.storage(`remove the registration of MCP server '${name}'`)
         ),
       setEnabled: (name, enabled) =>
         Effect.flatMap(
@@ -160,10 +165,11 @@ export const layer: Layer.Layer<McpServerRepo, never, SqlClient.SqlClient> = Lay
           (at) =>
             sql<{ name: string }>`UPDATE mcp_servers SET enabled = ${enabled ? 1 : 0}, updated_at = ${at}
           WHERE name = ${name} RETURNING name`.pipe(Effect.map((rows) => rows.length > 0))
-        ),
+        ).pipe(Rows.storage(`${enabled ? "enable" : "disable"} MCP server '${name}'`)),
       stamps: stampRows(undefined).pipe(
         Effect.catchTag("ParseError", Rows.corrupt("mcp_servers", nameAt)),
-        Effect.map((rows) => new Map(rows.map((r) => [r.name, r.updated_at])))
+        Effect.map((rows) => new Map(rows.map((r) => [r.name, r.updated_at]))),
+        Rows.storage("read the server registry")
       ),
       changes: (every) =>
         Effect.map(dataVersion, (initial) => {
@@ -175,9 +181,10 @@ export const layer: Layer.Layer<McpServerRepo, never, SqlClient.SqlClient> = Lay
           })
           return Stream.repeatEffectWithSchedule(changed, Schedule.spaced(every)).pipe(
             Stream.filter((moved) => moved),
-            Stream.map((): void => undefined)
+            Stream.map((): void => undefined),
+            Rows.storageStream("check the database for changes")
           )
-        })
+        }).pipe(Rows.storage("check the database for changes"))
     }
   })
 )

@@ -70,6 +70,7 @@ export const summaries = (staleAfter: Duration.DurationInput = DEFAULT_STALE_AFT
         state: status.state,
         since: status.since,
         ...(status.error === undefined ? {} : { error: status.error }),
+        ...(status.errorCause === undefined ? {} : { errorCause: status.errorCause }),
         ...(status.toolCount === undefined ? {} : { toolCount: status.toolCount }),
         ...(status.pid === undefined ? {} : { pid: status.pid }),
         ...(status.state !== "failed" || status.nextRetryAt === undefined ? {} : { nextRetryAt: status.nextRetryAt })

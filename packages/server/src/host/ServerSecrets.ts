@@ -8,12 +8,12 @@
  * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
 import { McpServerEntry, ServerConfig, type ServerName } from "@skald/domain"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type { CorruptRow, InvalidSecretName, SecretStoreError } from "./HostError.js"
+import type { CorruptRow, DatabaseError, InvalidSecretName, SecretStoreError } from "./HostError.js"
 import { McpServerRepo } from "./McpServerRepo.js"
+import * as Rows from "./Rows.js"
 import { legacySecretNameFor, references, secretFields, secretNameFor, SecretStore } from "./SecretStore.js"
 
 /** `entry` with the template of `field` replaced. */
@@ -76,7 +76,7 @@ export interface Migration {
  */
 export const migrate: Effect.Effect<
   Migration,
-  SqlError | CorruptRow | SecretStoreError | InvalidSecretName,
+  DatabaseError | CorruptRow | SecretStoreError | InvalidSecretName,
   McpServerRepo | SecretStore | SqlClient.SqlClient
 > = Effect
   .gen(function*() {
@@ -109,7 +109,7 @@ export const migrate: Effect.Effect<
           if (now === undefined || now[1] !== template) return false
           yield* repo.upsert(withField(current.value, field, `\${${to}}`))
           return true
-        }))
+        })).pipe(Rows.storage(`move the secret ${from} of MCP server '${entry.name}' to ${to}`))
         if (!rewritten) continue
         moved.push([entry.name, from, to])
         if (!(referrers(yield* repo.list).has(from))) yield* store.remove(from)
@@ -164,7 +164,7 @@ const prune = (previous: McpServerEntry.McpServerEntry) =>
  */
 export const upsert = (
   entry: McpServerEntry.McpServerEntry
-): Effect.Effect<ReadonlyArray<string>, SqlError | CorruptRow, McpServerRepo | SecretStore> =>
+): Effect.Effect<ReadonlyArray<string>, DatabaseError | CorruptRow, McpServerRepo | SecretStore> =>
   Effect.gen(function*() {
     const repo = yield* McpServerRepo
     const previous = yield* repo.get(entry.name)
@@ -180,7 +180,7 @@ export const upsert = (
  */
 export const unregister = (
   name: ServerName.ServerName
-): Effect.Effect<Option.Option<ReadonlyArray<string>>, SqlError | CorruptRow, McpServerRepo | SecretStore> =>
+): Effect.Effect<Option.Option<ReadonlyArray<string>>, DatabaseError | CorruptRow, McpServerRepo | SecretStore> =>
   Effect.gen(function*() {
     const repo = yield* McpServerRepo
     const entry = yield* repo.get(name)

@@ -7,14 +7,14 @@
  * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
 import * as SqlSchema from "@effect/sql/SqlSchema"
+import { McpServerEntry } from "@skald/domain"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import type { CorruptRow } from "./HostError.js"
+import type { CorruptRow, DatabaseError } from "./HostError.js"
 import * as Rows from "./Rows.js"
 
 /** The states the host records (`disabled` included; "host not running" is derived, never stored). */
@@ -25,6 +25,8 @@ export interface Status {
   readonly name: string
   readonly state: RecordedState
   readonly error?: string | undefined
+  /** The kind of error `error` is, with its plain fields (redacted). */
+  readonly errorCause?: McpServerEntry.ErrorCause | undefined
   readonly toolCount?: number | undefined
   readonly pid?: number | undefined
   /** A stdio server's process group id… */
@@ -51,21 +53,24 @@ export interface Heartbeat {
   readonly beatAt: string
 }
 
-/** Status and heartbeat storage. A row that cannot be read is a `CorruptRow` (HostError.ts). */
+/**
+ * Status and heartbeat storage. A row that cannot be read is a `CorruptRow`, a statement that
+ * fails a `DatabaseError` (HostError.ts).
+ */
 export interface Service {
-  readonly set: (status: Status) => Effect.Effect<void, SqlError>
-  readonly remove: (name: string) => Effect.Effect<void, SqlError>
-  readonly all: Effect.Effect<ReadonlyArray<Status>, SqlError | CorruptRow>
+  readonly set: (status: Status) => Effect.Effect<void, DatabaseError>
+  readonly remove: (name: string) => Effect.Effect<void, DatabaseError>
+  readonly all: Effect.Effect<ReadonlyArray<Status>, DatabaseError | CorruptRow>
   /** Forgets every status (a host starting or stopping). */
-  readonly clear: Effect.Effect<void, SqlError>
-  readonly beat: (heartbeat: Heartbeat) => Effect.Effect<void, SqlError>
-  readonly heartbeat: Effect.Effect<Option.Option<Heartbeat>, SqlError | CorruptRow>
+  readonly clear: Effect.Effect<void, DatabaseError>
+  readonly beat: (heartbeat: Heartbeat) => Effect.Effect<void, DatabaseError>
+  readonly heartbeat: Effect.Effect<Option.Option<Heartbeat>, DatabaseError | CorruptRow>
   /** Removes the heartbeat of this pid (a host stopping). */
-  readonly stopBeating: (pid: number) => Effect.Effect<void, SqlError>
+  readonly stopBeating: (pid: number) => Effect.Effect<void, DatabaseError>
   /** Asks the running host for something (any process). */
-  readonly request: (kind: Request["kind"], name: string, at: string) => Effect.Effect<void, SqlError>
+  readonly request: (kind: Request["kind"], name: string, at: string) => Effect.Effect<void, DatabaseError>
   /** Takes (returns and deletes) the pending requests, oldest first. */
-  readonly takeRequests: Effect.Effect<ReadonlyArray<Request>, SqlError | CorruptRow>
+  readonly takeRequests: Effect.Effect<ReadonlyArray<Request>, DatabaseError | CorruptRow>
 }
 
 /** Status and heartbeat storage. */
@@ -76,6 +81,7 @@ const StatusRow = Schema.Struct({
   name: Schema.String,
   status: Schema.Literal("starting", "connected", "failed", "disabled"),
   error: Schema.NullOr(Schema.String),
+  error_cause: Schema.NullOr(Schema.parseJson(McpServerEntry.ErrorCause)),
   tool_count: Schema.NullOr(Schema.Number),
   pid: Schema.NullOr(Schema.Number),
   pgid: Schema.NullOr(Schema.Number),
@@ -97,19 +103,26 @@ export const layer: Layer.Layer<StatusRepo, never, SqlClient.SqlClient> = Layer.
     const sql = yield* SqlClient.SqlClient
     return {
       set: (s) =>
-        sql`INSERT INTO mcp_server_status (name, status, error, tool_count, pid, pgid, start_time, next_retry_at, since)
-          VALUES (${s.name}, ${s.state}, ${s.error ?? null}, ${s.toolCount ?? null}, ${s.pid ?? null},
-            ${s.pgid ?? null}, ${s.startTime ?? null}, ${s.nextRetryAt ?? null}, ${s.since})
+        sql`INSERT INTO mcp_server_status
+          (name, status, error, error_cause, tool_count, pid, pgid, start_time, next_retry_at, since)
+          VALUES (${s.name}, ${s.state}, ${s.error ?? null},
+            ${s.errorCause === undefined ? null : JSON.stringify(s.errorCause)}, ${s.toolCount ?? null},
+            ${s.pid ?? null}, ${s.pgid ?? null}, ${s.startTime ?? null}, ${s.nextRetryAt ?? null}, ${s.since})
           ON CONFLICT (name) DO UPDATE SET status = excluded.status, error = excluded.error,
+            error_cause = excluded.error_cause,
             tool_count = excluded.tool_count, pid = excluded.pid, pgid = excluded.pgid,
             start_time = excluded.start_time, next_retry_at = excluded.next_retry_at, since = excluded.since`
-          .pipe(Effect.asVoid),
-      remove: (name) => sql`DELETE FROM mcp_server_status WHERE name = ${name}`.pipe(Effect.asVoid),
+          .pipe(Effect.asVoid, Rows.storage(`record the status of MCP server '${s.name}'`)),
+      remove: (name) =>
+        sql`DELETE FROM mcp_server_status WHERE name = ${name}`.pipe(
+          Effect.asVoid,
+          Rows.storage(`remove the status of MCP server '${name}'`)
+        ),
       all: SqlSchema.findAll({
         Request: Schema.Void,
         Result: StatusRow,
         execute: () =>
-          sql`SELECT name, status, error, tool_count, pid, pgid, start_time, next_retry_at, since
+          sql`SELECT name, status, error, error_cause, tool_count, pid, pgid, start_time, next_retry_at, since
             FROM mcp_server_status ORDER BY name`
       })(undefined).pipe(
         Effect.catchTag("ParseError", Rows.corrupt("mcp_server_status")),
@@ -119,37 +132,48 @@ export const layer: Layer.Layer<StatusRepo, never, SqlClient.SqlClient> = Layer.
             state: r.status,
             since: r.since,
             ...(r.error === null ? {} : { error: r.error }),
+            ...(r.error_cause === null ? {} : { errorCause: r.error_cause }),
             ...(r.tool_count === null ? {} : { toolCount: r.tool_count }),
             ...(r.pid === null ? {} : { pid: r.pid }),
             ...(r.pgid === null ? {} : { pgid: r.pgid }),
             ...(r.start_time === null ? {} : { startTime: r.start_time }),
             ...(r.next_retry_at === null ? {} : { nextRetryAt: r.next_retry_at })
           }))
-        )
+        ),
+        Rows.storage("read the servers' statuses")
       ),
-      clear: sql`DELETE FROM mcp_server_status`.pipe(Effect.asVoid),
+      clear: sql`DELETE FROM mcp_server_status`.pipe(Effect.asVoid, Rows.storage("clear the servers' statuses")),
       beat: (h) =>
         sql`INSERT INTO host_heartbeat (id, pid, started_at, beat_at) VALUES (1, ${h.pid}, ${h.startedAt}, ${h.beatAt})
           ON CONFLICT (id) DO UPDATE SET pid = excluded.pid, started_at = excluded.started_at, beat_at = excluded.beat_at`
-          .pipe(Effect.asVoid),
+          .pipe(Effect.asVoid, Rows.storage("record the host's heartbeat")),
       heartbeat: SqlSchema.findOne({
         Request: Schema.Void,
         Result: HeartbeatRow,
         execute: () => sql`SELECT pid, started_at, beat_at FROM host_heartbeat WHERE id = 1`
       })(undefined).pipe(
         Effect.catchTag("ParseError", Rows.corrupt("host_heartbeat", "1")),
-        Effect.map(Option.map((r) => ({ pid: r.pid, startedAt: r.started_at, beatAt: r.beat_at })))
+        Effect.map(Option.map((r) => ({ pid: r.pid, startedAt: r.started_at, beatAt: r.beat_at }))),
+        Rows.storage("read the host's heartbeat")
       ),
-      stopBeating: (pid) => sql`DELETE FROM host_heartbeat WHERE id = 1 AND pid = ${pid}`.pipe(Effect.asVoid),
+      stopBeating: (pid) =>
+        sql`DELETE FROM host_heartbeat WHERE id = 1 AND pid = ${pid}`.pipe(
+          Effect.asVoid,
+          Rows.storage("remove the host's heartbeat")
+        ),
       request: (kind, name, at) =>
-        sql`INSERT INTO host_requests (kind, name, requested_at) VALUES (${kind}, ${name}, ${at})`.pipe(Effect.asVoid),
+        sql`INSERT INTO host_requests (kind, name, requested_at) VALUES (${kind}, ${name}, ${at})`.pipe(
+          Effect.asVoid,
+          Rows.storage(`ask the running host to ${kind === "restart" ? "restart" : "retry the users of"} '${name}'`)
+        ),
       takeRequests: SqlSchema.findAll({
         Request: Schema.Void,
         Result: RequestRow,
         execute: () => sql`DELETE FROM host_requests RETURNING id, kind, name`
       })(undefined).pipe(
         Effect.catchTag("ParseError", Rows.corrupt("host_requests")),
-        Effect.map((rows) => [...rows].sort((a, b) => a.id - b.id))
+        Effect.map((rows) => [...rows].sort((a, b) => a.id - b.id)),
+        Rows.storage("take the requests to the running host")
       )
     }
   })

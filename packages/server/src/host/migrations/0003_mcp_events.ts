@@ -1,5 +1,5 @@
 /**
- * Migration 0003_mcp_events: Push events, `mcp_events` (EventStore.ts).
+ * Migration 0003_mcp_events: Push events, `mcp_events` (EventRepo.ts).
  * Shipped: never change what it does (add the next one).
  *
  * @since 0.1.0

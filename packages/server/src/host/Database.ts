@@ -19,6 +19,7 @@ import m0002 from "./migrations/0002_mcp_status.js"
 import m0003 from "./migrations/0003_mcp_events.js"
 import m0004 from "./migrations/0004_app_meta.js"
 import m0005 from "./migrations/0005_status_process.js"
+import m0006 from "./migrations/0006_chat.js"
 import { ensurePrivateDir, Paths, PRIVATE_FILE_MODE, privateFile } from "./Paths.js"
 
 /** The database file exists but cannot be used: it is empty, not SQLite, or corrupt. */
@@ -87,7 +88,8 @@ export const migrations = {
   "0002_mcp_status": m0002,
   "0003_mcp_events": m0003,
   "0004_app_meta": m0004,
-  "0005_status_process": m0005
+  "0005_status_process": m0005,
+  "0006_chat": m0006
 }
 
 /**

@@ -309,6 +309,17 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
               messageId.row.calls,
               (call) => runCall(emit, messageId.id, call, kept),
               { concurrency }
+            ).pipe(
+              // A call interrupted before it began (queued behind the bound, or not yet forked) has
+              // recorded nothing: it is cancelled here, so no call stays `running`.
+              Effect.onInterrupt(() =>
+                store.cancelRunning(messageId.id, History.CANCELLED_RESULT).pipe(
+                  Effect.map((ids) => {
+                    kept.cancelled.push(...ids)
+                  }),
+                  Effect.catchAll((error) => Effect.logError(error.message))
+                )
+              )
             )
             messages.push(History.toolResults(results))
           }

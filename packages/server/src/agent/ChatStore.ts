@@ -210,6 +210,16 @@ export class ChatStore extends Effect.Service<ChatStore>()("@skald/server/ChatSt
       }
     )
 
+    /** Records every call of `message` still running as `cancelled` with `result`; returns their ids. */
+    const cancelRunning = Effect.fn("ChatStore.cancelRunning")(function*(message: number, result: string) {
+      const at = yield* nowIso
+      const rows = yield* sql<{ call_id: string }>`UPDATE chat_llm_tools
+        SET status = 'cancelled', result = ${result}, result_type = 'string', finished_at = ${at}
+        WHERE message = ${message} AND status = 'running'
+        RETURNING call_id`.pipe(Effect.mapError(failWith("record the cancelled tool calls")))
+      return rows.map((r) => r.call_id)
+    })
+
     /** The session's messages, in order, each assistant message with its calls in order. */
     const history = (session: string): Effect.Effect<ReadonlyArray<StoredMessage>, ChatStoreError | CorruptRow> =>
       Effect.gen(function*() {
@@ -231,6 +241,15 @@ export class ChatStore extends Effect.Service<ChatStore>()("@skald/server/ChatSt
         }))
       }).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(failWith("read a chat session's messages")(e))))
 
-    return { createSession, getSession, listSessions, removeSession, append, finishCall, history } as const
+    return {
+      createSession,
+      getSession,
+      listSessions,
+      removeSession,
+      append,
+      finishCall,
+      cancelRunning,
+      history
+    } as const
   })
 }) {}

@@ -15,7 +15,7 @@ import { Chunk, Effect, Fiber, Ref, Schedule, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { fixtureEntry } from "./host-support.js"
+import { everythingEntry, fixtureEntry } from "./host-support.js"
 import { eventually, readRecords, tempFile } from "./support.js"
 import { encoded, events, startAgent } from "./support/agent.js"
 import * as Scripted from "./support/scripted-model.js"
@@ -209,6 +209,56 @@ describe("agent turn loop", () => {
         ["w1", true, History.CANCELLED_RESULT],
         ["q1", false, "quick done"],
         ["w2", true, History.CANCELLED_RESULT]
+      ])
+    }))
+
+  it.scopedLive("server-everything: structured content is a json result, an image a media URL", () =>
+    Effect.gen(function*() {
+      const { agent, model, store } = yield* startAgent([everythingEntry("everything")], [
+        Scripted.calls([
+          { id: "s", name: "mcp__everything__get-structured-content", params: { location: "Chicago" } },
+          { id: "i", name: "mcp__everything__get-tiny-image" }
+        ]),
+        Scripted.answer("Rainy in Chicago; here is the image.")
+      ])
+      const all = yield* events(agent.run({ message: "weather and an image" }))
+      const done = new Map(ofTag(all, "ToolDone").map((e) => [e.callId, e]))
+      assert.strictEqual(done.get("s")?.resultType, "json")
+      assert.deepStrictEqual(JSON.parse(done.get("s")!.result), {
+        temperature: 36,
+        conditions: "Light rain / drizzle",
+        humidity: 82
+      })
+      assert.strictEqual(done.get("i")?.status, "done")
+      assert.strictEqual(done.get("i")?.mediaUrls.length, 1)
+      const sessionId = (all[0] as TurnEvent.TurnStarted).sessionId
+      const calls = (yield* store.history(sessionId))[1]!.calls
+      assert.deepStrictEqual(calls.map((c) => c.resultType), ["json", "string"])
+      const results = (yield* model.recorded)[1]!.prompt.content.flatMap((m) => (m.role === "tool" ? m.content : []))
+      assert.deepStrictEqual(results[0]?.result, { temperature: 36, conditions: "Light rain / drizzle", humidity: 82 })
+    }))
+
+  it.scopedLive("a task-mode call stopped: the server gets tasks/cancel for its task, the call is recorded cancelled", () =>
+    Effect.gen(function*() {
+      const record = tempFile("agent-task")
+      const { agent, store } = yield* startAgent(
+        [fixtureEntry("tasks", "tasks", { FIXTURE_RECORD: record })],
+        [Scripted.calls([{ id: "t", name: "mcp__tasks__slow_task" }])]
+      )
+      const received = (method: string) =>
+        readRecords(record).filter((r) => r.event === "received" && r.method === method)
+      const turn = yield* background(agent.run({ message: "slow" }))
+      yield* eventually(() => received("tasks/get").length > 0, "the task is being polled")
+      const sessionId = ((yield* turn.seen)[0] as TurnEvent.TurnStarted).sessionId
+      assert.isTrue(yield* agent.stop(sessionId))
+      yield* Fiber.join(turn.fiber)
+      assert.strictEqual(last(yield* turn.seen)._tag, "TurnStopped")
+      yield* eventually(() => received("tasks/cancel").length === 1, "tasks/cancel")
+      const started = readRecords(record).find((r) => r.event === "started")!
+      assert.deepStrictEqual(received("tasks/cancel")[0]!.params, { taskId: started.taskId })
+      const calls = (yield* store.history(sessionId))[1]!.calls
+      assert.deepStrictEqual(calls.map((c) => [c.callId, c.status, c.result]), [
+        ["t", "cancelled", History.CANCELLED_RESULT]
       ])
     }))
 

@@ -17,8 +17,10 @@
  *
  * @since 0.1.0
  */
+import type * as AiError from "@effect/ai/AiError"
 import * as LanguageModel from "@effect/ai/LanguageModel"
-import type * as Prompt from "@effect/ai/Prompt"
+import * as Prompt from "@effect/ai/Prompt"
+import type * as Response from "@effect/ai/Response"
 import type * as Toolkit from "@effect/ai/Toolkit"
 import { TurnEvent } from "@skald/domain"
 import type { McpClient } from "@skald/mcp"
@@ -165,8 +167,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
           return { session: found.value, prompt: yield* systemPrompt(found.value.agent) }
         })
 
-      const toolkitOf = Effect.map(manager.tools, (tools): Toolkit.WithHandler<Tools> | undefined => {
-        if (tools.length === 0) return undefined
+      const toolkitOf = Effect.map(manager.tools, (tools): Toolkit.WithHandler<Tools> => {
         const record: Tools = {}
         for (const t of tools) {
           record[t.name] = JsonSchemaTool.fromJsonSchema(t.name, t.tool.description, t.tool.inputSchema)
@@ -245,14 +246,14 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             kept.finished = []
             kept.cancelled = []
             const streamed: Array<History.ToolCall> = []
-            const stream = model.streamText({
-              prompt: [system, ...messages],
-              ...(toolkit === undefined ? {} : { toolkit }),
+            const stream: Stream.Stream<Response.StreamPart<Tools>, AiError.AiError> = model.streamText({
+              prompt: Prompt.fromMessages([system, ...messages]),
+              toolkit,
               disableToolCallResolution: true
-            }) as Stream.Stream<import("@effect/ai/Response").StreamPart<Tools>, import("@effect/ai/AiError").AiError>
+            })
             // The stream is interruptible; what follows it (persisting the message) is not, so a stop
             // keeps either the partial message (below) or the whole one.
-            const messageId = yield* Effect.uninterruptibleMask((restore) =>
+            const persisted = yield* Effect.uninterruptibleMask((restore) =>
               Effect.gen(function*() {
                 const streamExit = yield* restore(
                   Stream.runForEach(stream, (part) => {
@@ -302,18 +303,18 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
               })
             )
             text = kept.text
-            if (messageId === undefined || messageId.row.calls.length === 0) {
+            if (persisted === undefined || persisted.row.calls.length === 0) {
               return TurnEvent.TurnDone.make({ text, usage: usage(), rounds: round })
             }
             const results = yield* Effect.forEach(
-              messageId.row.calls,
-              (call) => runCall(emit, messageId.id, call, kept),
+              persisted.row.calls,
+              (call) => runCall(emit, persisted.id, call, kept),
               { concurrency }
             ).pipe(
               // A call interrupted before it began (queued behind the bound, or not yet forked) has
               // recorded nothing: it is cancelled here, so no call stays `running`.
               Effect.onInterrupt(() =>
-                store.cancelRunning(messageId.id, History.CANCELLED_RESULT).pipe(
+                store.cancelRunning(persisted.id, History.CANCELLED_RESULT).pipe(
                   Effect.map((ids) => {
                     kept.cancelled.push(...ids)
                   }),

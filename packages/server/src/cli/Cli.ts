@@ -8,6 +8,7 @@
 import { Args, Command, Options } from "@effect/cli"
 import * as Effect from "effect/Effect"
 import * as Logger from "effect/Logger"
+import * as AgentCommands from "./AgentCommands.js"
 import * as CallOptions from "./CallOptions.js"
 import { UsageError } from "./CliError.js"
 import * as Events from "./Events.js"
@@ -70,7 +71,15 @@ export const command = Command.make("skald").pipe(
     usage: ["skald COMMAND [options] [-- CMD [ARGS…]]"],
     examples: ["skald tools -- node server.js", "skald mcp add weather -- node weather.js", "skald serve"]
   })),
-  Command.withSubcommands([tools, call, McpCommands.command, SecretCommands.command, Serve.command, Events.command])
+  Command.withSubcommands([
+    tools,
+    call,
+    McpCommands.command,
+    SecretCommands.command,
+    Serve.command,
+    Events.command,
+    AgentCommands.sessions
+  ])
 )
 
 /** The version `--version` prints. */

@@ -380,6 +380,45 @@ describe("agent turn loop", () => {
       )
     }))
 
+  it.scopedLive("a stop while the model streams keeps its text and records the calls it had made cancelled", () =>
+    Effect.gen(function*() {
+      const { agent, model, store } = yield* startAgent([fixtureEntry("echo", "echo")], [
+        Scripted.hang([...Scripted.text("Calling"), Scripted.toolCall("s1", "mcp__echo__echo", { message: "x" })]),
+        Scripted.answer("ok")
+      ])
+      const turn = yield* background(agent.run({ message: "hi" }))
+      const seen = yield* waitFor(turn.seen, (all) => ofTag(all, "TextDelta").length > 0, "the delta")
+      const sessionId = (seen[0] as TurnEvent.TurnStarted).sessionId
+      assert.isTrue(yield* agent.stop(sessionId))
+      yield* Fiber.join(turn.fiber)
+      const all = yield* turn.seen
+      assert.deepStrictEqual(
+        last(all),
+        TurnEvent.TurnStopped.make({ text: "Calling", finished: [], cancelled: ["s1"] })
+      )
+      assert.strictEqual(ofTag(all, "ToolStarted").length, 0)
+      const rows = yield* store.history(sessionId)
+      assert.deepStrictEqual(rows[1]!.calls.map((c) => [c.callId, c.status]), [["s1", "cancelled"]])
+      yield* events(agent.run({ sessionId, message: "go on" }))
+      const prompt = (yield* model.recorded)[1]!.prompt.content
+      assert.strictEqual(History.problemOf(prompt), undefined)
+      assert.deepStrictEqual(prompt.map((m) => m.role), ["system", "user", "assistant", "tool", "user"])
+    }))
+
+  it.scopedLive("an error part in the model's stream ends the turn with TurnFailed", () =>
+    Effect.gen(function*() {
+      const { agent } = yield* startAgent([], [[...Scripted.text("Hm"), {
+        type: "error",
+        error: { message: "overloaded" }
+      }]])
+      const end = last(yield* events(agent.run({ message: "hi" })))
+      assert.strictEqual(end._tag, "TurnFailed")
+      if (end._tag === "TurnFailed") {
+        assert.strictEqual(end.errorTag, "ModelStreamError")
+        assert.include(end.message, "overloaded")
+      }
+    }))
+
   it.scopedLive("interrupting the stream of events stops the turn and frees the session", () =>
     Effect.gen(function*() {
       const { agent, store } = yield* startAgent([], [Scripted.hang(Scripted.text("partial")), Scripted.answer("ok")])

@@ -4,6 +4,7 @@
  * - any interleaving of a stop with the tool calls' completions leaves a valid history (every
  *   assistant tool call has exactly one result, in order), no call `running`, every abandoned
  *   request cancelled on the server;
+ * - replay equals live: the next turn's prompt, rebuilt from the rows, is what was sent live;
  * - the session's lock is released on every exit — an answer, a failed model, a stop, the
  *   consumer going away — and a turn on a busy session is refused with `SessionBusy`.
  */
@@ -16,7 +17,7 @@ import * as History from "@skald/server/agent/History"
 import { Context, Effect, FastCheck as fc, Fiber, Layer, Ref, Schedule, Stream } from "effect"
 import { fixtureEntry, makeHome, startManager, waitForState } from "./host-support.js"
 import { readRecords, tempFile } from "./support.js"
-import { agentOver, events, startAgent } from "./support/agent.js"
+import { agentOver, encoded, events, startAgent } from "./support/agent.js"
 import * as Scripted from "./support/scripted-model.js"
 
 const last = <A>(list: ReadonlyArray<A>): A => list[list.length - 1]!
@@ -108,6 +109,44 @@ layer(SharedLive, { excludeTestServices: true })("agent stop", (it) => {
         assert.isTrue(waits.every((id) => cancelled.has(id)), "every started wait was cancelled")
       }),
     { fastCheck: { numRuns: 40 } }
+  )
+
+  const round = fc.record({
+    say: fc.string({ unit: "grapheme", maxLength: 12 }),
+    quick: fc.integer({ min: 1, max: 3 })
+  })
+
+  it.scoped.prop(
+    "the next turn's prompt, replayed from the rows, is exactly what the last round was sent live, plus its answer",
+    [fc.array(round, { minLength: 1, maxLength: 4 }), fc.string({ unit: "grapheme", maxLength: 12 })],
+    ([rounds, final]) =>
+      Effect.gen(function*() {
+        const shared = yield* Shared
+        let n = 0
+        const script: Array<Scripted.Round> = rounds.map((r) => [
+          ...(r.say.length === 0 ? [] : Scripted.text(r.say)),
+          ...Scripted.calls(Array.from({ length: r.quick }, () => ({ id: `q${n++}`, name: "mcp__cancel__quick" })))
+        ])
+        script.push(final.length === 0 ? [Scripted.finish()] : Scripted.answer(final), Scripted.answer("bye"))
+        const { agent, model } = yield* agentOver(shared.context, script)
+        const first = yield* events(agent.run({ message: "one" }))
+        assert.strictEqual(last(first)._tag, "TurnDone")
+        const sessionId = (first[0] as TurnEvent.TurnStarted).sessionId
+        yield* events(agent.run({ sessionId, message: "two" }))
+        const asked = yield* model.recorded
+        // Every round but the last calls a tool: turn one played the whole script but "bye".
+        assert.strictEqual(asked.length, script.length)
+        const played = asked.length - 1
+        const answer = History.assistant(final, [])
+        const expected = [
+          ...asked[played - 1]!.messages,
+          ...encoded(answer === undefined ? [] : [answer]),
+          ...encoded([History.user("two")])
+        ]
+        assert.deepStrictEqual(asked[played]!.messages, expected)
+        assert.strictEqual(History.problemOf(asked[played]!.prompt.content), undefined)
+      }),
+    { fastCheck: { numRuns: 25 } }
   )
 })
 

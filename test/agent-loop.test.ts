@@ -212,6 +212,34 @@ describe("agent turn loop", () => {
       ])
     }))
 
+  it.scopedLive("the round's calls are bounded by toolConcurrency; a queued call stopped is recorded cancelled", () =>
+    Effect.gen(function*() {
+      const record = tempFile("agent-bound")
+      const { agent, manager, store } = yield* startAgent(
+        [fixtureEntry("cancel", "cancel", { FIXTURE_RECORD: record })],
+        [Scripted.calls([{ id: "w1", name: "mcp__cancel__wait" }, { id: "w2", name: "mcp__cancel__wait" }])],
+        { toolConcurrency: 1 }
+      )
+      const startedWaits = () => readRecords(record).filter((r) => r.event === "started" && r.tool === "wait")
+      const turn = yield* background(agent.run({ message: "two waits, one at a time" }))
+      yield* eventually(() => startedWaits().length === 1, "the first wait started")
+      // Once `mark` has answered, every request sent before it has been recorded: the second wait was not sent.
+      yield* Effect.orDie(manager.call("mcp__cancel__mark"))
+      assert.strictEqual(startedWaits().length, 1)
+      const seen = yield* turn.seen
+      assert.deepStrictEqual(ofTag(seen, "ToolStarted").map((e) => e.callId), ["w1"])
+      const sessionId = (seen[0] as TurnEvent.TurnStarted).sessionId
+      assert.isTrue(yield* agent.stop(sessionId))
+      yield* Fiber.join(turn.fiber)
+      const end = last(yield* turn.seen)
+      assert.deepStrictEqual(end, TurnEvent.TurnStopped.make({ text: "", finished: [], cancelled: ["w1", "w2"] }))
+      const calls = (yield* store.history(sessionId))[1]!.calls
+      assert.deepStrictEqual(calls.map((c) => [c.callId, c.status, c.result]), [
+        ["w1", "cancelled", History.CANCELLED_RESULT],
+        ["w2", "cancelled", History.CANCELLED_RESULT]
+      ])
+    }))
+
   it.scopedLive("server-everything: structured content is a json result, an image a media URL", () =>
     Effect.gen(function*() {
       const { agent, model, store } = yield* startAgent([everythingEntry("everything")], [
@@ -462,6 +490,7 @@ describe("agent turn loop", () => {
       )
       const session = yield* store.getSession(sessionId)
       assert.strictEqual(session._tag === "Some" ? session.value.agent : "", "pirate")
+      assert.strictEqual(session._tag === "Some" ? session.value.title : "", "hello")
 
       const unknown = yield* Effect.flip(events(agent.run({ agent: "main", message: "hi" })))
       assert.instanceOf(unknown, UnknownAgent)

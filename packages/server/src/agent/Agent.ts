@@ -160,7 +160,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
           if (input.sessionId === undefined) {
             const agent = input.agent ?? defaults.agent
             const prompt = yield* systemPrompt(agent)
-            return { session: yield* store.createSession({ agent }), prompt }
+            return { session: yield* store.createSession({ agent, title: titleOf(input.message) }), prompt }
           }
           const found = yield* store.getSession(input.sessionId)
           if (Option.isNone(found)) return yield* new UnknownSession({ sessionId: input.sessionId })
@@ -427,6 +427,13 @@ export class ModelStreamError extends Schema.TaggedError<ModelStreamError>("@ska
     const e = this.error as { message?: unknown } | undefined
     return `the model reported an error: ${typeof e?.message === "string" ? e.message : JSON.stringify(this.error)}`
   }
+}
+
+/** A new session's title: the first line of its first message, at most 80 characters. */
+export const titleOf = (message: string): string | undefined => {
+  const line = message.trim().split("\n")[0]?.trim() ?? ""
+  if (line.length === 0) return undefined
+  return line.length <= 80 ? line : `${line.slice(0, 79)}…`
 }
 
 /** A cause's first failure (or defect) as one line for a person or the model. */

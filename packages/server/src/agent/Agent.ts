@@ -401,14 +401,13 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
         }))
 
       /** Stops the session's running turn and waits until it has stopped; false if none was running. */
-      const stop = (sessionId: string): Effect.Effect<boolean> =>
-        Effect.gen(function*() {
-          const entry = (yield* Ref.get(running)).get(sessionId)
-          if (entry === undefined) return false
-          yield* Deferred.succeed(entry.stop, undefined)
-          yield* Deferred.await(entry.ended)
-          return true
-        })
+      const stop = Effect.fn("Agent.stop")(function*(sessionId: string) {
+        const entry = (yield* Ref.get(running)).get(sessionId)
+        if (entry === undefined) return false
+        yield* Deferred.succeed(entry.stop, undefined)
+        yield* Deferred.await(entry.ended)
+        return true
+      })
 
       /** Whether a turn is running in the session (in this process). */
       const isBusy = (sessionId: string): Effect.Effect<boolean> =>

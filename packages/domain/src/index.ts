@@ -30,3 +30,6 @@ export * as ToolResult from "./ToolResult.js"
 
 /** A registered server (its stored entry) and its status summary. */
 export * as McpServerEntry from "./McpServerEntry.js"
+
+/** What an agent turn reports: text deltas, tool calls, and how the turn ended. */
+export * as TurnEvent from "./TurnEvent.js"

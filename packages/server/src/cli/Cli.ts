@@ -8,6 +8,7 @@
 import { Args, Command, Options } from "@effect/cli"
 import * as Effect from "effect/Effect"
 import * as Logger from "effect/Logger"
+import * as AgentCommands from "./AgentCommands.js"
 import * as CallOptions from "./CallOptions.js"
 import { UsageError } from "./CliError.js"
 import * as Events from "./Events.js"
@@ -78,7 +79,8 @@ export const command = Command.make("skald").pipe(
     SecretCommands.command,
     Serve.command,
     Events.command,
-    ModelCommands.command
+    ModelCommands.command,
+    AgentCommands.sessions
   ])
 )
 

@@ -23,6 +23,7 @@ import m0002 from "./migrations/0002_mcp_status.js"
 import m0003 from "./migrations/0003_mcp_events.js"
 import m0004 from "./migrations/0004_app_meta.js"
 import m0005 from "./migrations/0005_status_process.js"
+import m0006 from "./migrations/0006_chat.js"
 import m0007 from "./migrations/0007_settings.js"
 import m0008 from "./migrations/0008_status_cause.js"
 import { ensurePrivateDir, Paths, PRIVATE_FILE_MODE, privateFile } from "./Paths.js"
@@ -116,6 +117,7 @@ export const migrations = {
   "0003_mcp_events": m0003,
   "0004_app_meta": m0004,
   "0005_status_process": m0005,
+  "0006_chat": m0006,
   "0007_settings": m0007,
   "0008_status_cause": m0008
 }

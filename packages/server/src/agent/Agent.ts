@@ -1,0 +1,446 @@
+/**
+ * The turn loop. A turn is: the agent's system prompt (`<agents dir>/<agent>/AGENT.md`), the
+ * session's history replayed from the database, the user's message; then rounds — the model
+ * streams its answer; if it called tools, the loop runs them (concurrently, bounded), gives it
+ * the results and asks again — until it answers without a tool call or the round limit ends the
+ * turn with a note. Every message is persisted as it is made (agent/History.ts, agent/ChatStore.ts).
+ *
+ * - Tools are the connected MCP servers' (`mcp__<server>__<tool>`), routed by the manager; any
+ *   failure of a tool is an error result the model reads (status `error`): a tool never ends a turn.
+ * - A result over the size cap is cut with a note; media are the manager's markdown with
+ *   `/api/mcp-media/…` URLs.
+ * - Stop = interruption: `stop(session)`, or interrupting the stream of events. The model request
+ *   is aborted, in-flight MCP calls are interrupted (the engine sends `notifications/cancelled`, or
+ *   `tasks/cancel` for a task), the partial text and the finished results are kept, unfinished
+ *   calls are recorded `cancelled` with a result saying so: the history stays valid for the model.
+ * - One turn per session at a time: a second one is refused with `SessionBusy` (in this process).
+ *
+ * @since 0.1.0
+ */
+import type * as AiError from "@effect/ai/AiError"
+import * as LanguageModel from "@effect/ai/LanguageModel"
+import * as Prompt from "@effect/ai/Prompt"
+import type * as Response from "@effect/ai/Response"
+import type * as Toolkit from "@effect/ai/Toolkit"
+import { TurnEvent } from "@skald/domain"
+import type { McpClient } from "@skald/mcp"
+import * as Cause from "effect/Cause"
+import * as Config from "effect/Config"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Mailbox from "effect/Mailbox"
+import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import type { CorruptRow } from "../host/HostError.js"
+import { McpManager } from "../host/McpManager.js"
+import { ChatStore, type ChatStoreError, type Session } from "./ChatStore.js"
+import * as History from "./History.js"
+import * as JsonSchemaTool from "./llm/JsonSchemaTool.js"
+
+/** A turn is already running in that session. */
+export class SessionBusy extends Schema.TaggedError<SessionBusy>("@skald/server/SessionBusy")("SessionBusy", {
+  sessionId: Schema.String
+}) {
+  override get message(): string {
+    return `chat session ${this.sessionId} is busy with another turn: wait for it to end (or stop it), ` +
+      "then send the message again"
+  }
+}
+
+/** No session has that id. */
+export class UnknownSession extends Schema.TaggedError<UnknownSession>("@skald/server/UnknownSession")(
+  "UnknownSession",
+  { sessionId: Schema.String }
+) {
+  override get message(): string {
+    return `no chat session has the id ${this.sessionId}: list the sessions to find it, or start a new one`
+  }
+}
+
+/** No agent of that name (no readable `AGENT.md`), or a name that cannot be one. */
+export class UnknownAgent extends Schema.TaggedError<UnknownAgent>("@skald/server/UnknownAgent")("UnknownAgent", {
+  agent: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `no agent named '${this.agent}': ${this.reason}`
+  }
+}
+
+/** Why a turn could not begin (once it has begun, what happens is told by its events). */
+export type RunError = SessionBusy | UnknownSession | UnknownAgent | ChatStoreError | CorruptRow
+
+/** The loop's settings. */
+export interface Options {
+  /** The folder of agents (`<dir>/<agent>/AGENT.md`); default `SKALD_AGENTS_DIR`, else the repository's `agents/`. */
+  readonly agentsDir?: string | undefined
+  /** Model rounds per turn before the turn ends with a note (default 50). */
+  readonly maxRounds?: number | undefined
+  /** Tool calls of one round run at once at most (default 8). */
+  readonly toolConcurrency?: number | undefined
+  /** A tool result over this many bytes (UTF-8) is cut with a note (default 100 KB). */
+  readonly resultCap?: number | undefined
+}
+
+/** The defaults of `Options`. */
+export const defaults = { maxRounds: 50, toolConcurrency: 8, resultCap: 100 * 1024, agent: "main" } as const
+
+/** The repository's `agents/` folder (this file is `packages/server/{src,dist}/agent/Agent.*`). */
+export const repositoryAgentsDir = (): string => fileURLToPath(new URL("../../../../agents/", import.meta.url))
+
+/** What to run. */
+export interface RunInput {
+  /** The session to continue; a new one when absent. */
+  readonly sessionId?: string | undefined
+  /** The agent of a new session (default `main`); a session keeps the agent it started with. */
+  readonly agent?: string | undefined
+  readonly message: string
+}
+
+const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/
+
+type Tools = Record<string, JsonSchemaTool.JsonSchemaTool>
+
+interface Running {
+  readonly stop: Deferred.Deferred<void>
+  readonly ended: Deferred.Deferred<void>
+}
+
+/** What a stop keeps, as the round goes. */
+interface Kept {
+  text: string
+  finished: Array<string>
+  cancelled: Array<string>
+}
+
+/** The agent's turn loop. */
+export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
+  effect: (options: Options = {}) =>
+    Effect.gen(function*() {
+      const store = yield* ChatStore
+      const manager = yield* McpManager
+      const model = yield* LanguageModel.LanguageModel
+      const agentsDir = options.agentsDir ??
+        (yield* Config.string("SKALD_AGENTS_DIR").pipe(Config.withDefault(repositoryAgentsDir())))
+      const maxRounds = options.maxRounds ?? defaults.maxRounds
+      const concurrency = options.toolConcurrency ?? defaults.toolConcurrency
+      const resultCap = options.resultCap ?? defaults.resultCap
+      const running = yield* Ref.make<ReadonlyMap<string, Running>>(new Map())
+
+      /** The agent's system prompt. */
+      const systemPrompt = (agent: string) =>
+        Effect.gen(function*() {
+          if (!AGENT_NAME.test(agent)) {
+            return yield* new UnknownAgent({
+              agent,
+              reason: "an agent's name is letters, digits, '-' and '_' (at most 64)"
+            })
+          }
+          const file = Path.join(agentsDir, agent, "AGENT.md")
+          return yield* Effect.try({
+            try: () => Fs.readFileSync(file, "utf8"),
+            catch: (error) =>
+              new UnknownAgent({
+                agent,
+                reason: `${file} could not be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); ` +
+                  "create it (the agent's system prompt, in Markdown) or set SKALD_AGENTS_DIR to the folder of agents"
+              })
+          })
+        })
+
+      const session = (input: RunInput) =>
+        Effect.gen(function*() {
+          if (input.sessionId === undefined) {
+            const agent = input.agent ?? defaults.agent
+            const prompt = yield* systemPrompt(agent)
+            return { session: yield* store.createSession({ agent, title: titleOf(input.message) }), prompt }
+          }
+          const found = yield* store.getSession(input.sessionId)
+          if (Option.isNone(found)) return yield* new UnknownSession({ sessionId: input.sessionId })
+          return { session: found.value, prompt: yield* systemPrompt(found.value.agent) }
+        })
+
+      const toolkitOf = Effect.map(manager.tools, (tools): Toolkit.WithHandler<Tools> => {
+        const record: Tools = {}
+        for (const t of tools) {
+          record[t.name] = JsonSchemaTool.fromJsonSchema(t.name, t.tool.description, t.tool.inputSchema)
+        }
+        return {
+          tools: record,
+          // Never called: the loop runs the calls itself (disableToolCallResolution).
+          handle: () => Effect.dieMessage("the turn loop runs tool calls itself")
+        }
+      })
+
+      /** Runs one call; every failure is an error result; an interruption records it `cancelled`. */
+      const runCall = (
+        emit: (event: TurnEvent.TurnEvent) => Effect.Effect<void>,
+        messageId: number,
+        call: History.CallRow,
+        kept: Kept
+      ) =>
+        Effect.uninterruptibleMask((restore) =>
+          Effect.gen(function*() {
+            yield* emit(TurnEvent.ToolStarted.make({ callId: call.callId, name: call.name, arguments: call.arguments }))
+            const exit = yield* restore(
+              manager.call(call.name, call.arguments as McpClient.JsonObject).pipe(
+                Effect.map((result) => ({ status: "done" as const, ...History.capResult(result, resultCap) }))
+              )
+            ).pipe(Effect.exit)
+            const outcome = Exit.match(exit, {
+              onSuccess: (done) => done,
+              onFailure: (cause) =>
+                Cause.isInterruptedOnly(cause)
+                  ? {
+                    status: "cancelled" as const,
+                    result: History.CANCELLED_RESULT,
+                    resultType: "string" as const,
+                    truncated: false
+                  }
+                  : {
+                    status: "error" as const,
+                    result: `The tool call failed: ${failureText(cause)}`,
+                    resultType: "string" as const,
+                    truncated: false
+                  }
+            })
+            yield* store.finishCall(messageId, call.callId, outcome)
+            if (outcome.status === "cancelled") kept.cancelled.push(call.callId)
+            else kept.finished.push(call.callId)
+            yield* emit(TurnEvent.ToolDone.make({
+              callId: call.callId,
+              name: call.name,
+              status: outcome.status,
+              result: outcome.result,
+              resultType: outcome.resultType,
+              mediaUrls: History.mediaUrls(outcome.result),
+              truncated: outcome.truncated
+            }))
+            return { ...call, status: outcome.status, result: outcome.result, resultType: outcome.resultType }
+          })
+        )
+
+      /** The rounds of one turn; the value is its end. */
+      const rounds = (
+        sessionId: string,
+        system: Prompt.SystemMessage,
+        messages: Array<Prompt.Message>,
+        emit: (event: TurnEvent.TurnEvent) => Effect.Effect<void>,
+        kept: Kept
+      ) =>
+        Effect.gen(function*() {
+          let inputTokens = 0
+          let outputTokens = 0
+          const usage = () => TurnEvent.Usage.make({ inputTokens, outputTokens })
+          let text = ""
+          for (let round = 1; round <= maxRounds; round++) {
+            const toolkit = yield* toolkitOf
+            kept.text = ""
+            kept.finished = []
+            kept.cancelled = []
+            const streamed: Array<History.ToolCall> = []
+            const stream: Stream.Stream<Response.StreamPart<Tools>, AiError.AiError> = model.streamText({
+              prompt: Prompt.fromMessages([system, ...messages]),
+              toolkit,
+              disableToolCallResolution: true
+            })
+            // The stream is interruptible; what follows it (persisting the message) is not, so a stop
+            // keeps either the partial message (below) or the whole one.
+            const persisted = yield* Effect.uninterruptibleMask((restore) =>
+              Effect.gen(function*() {
+                const streamExit = yield* restore(
+                  Stream.runForEach(stream, (part) => {
+                    switch (part.type) {
+                      case "text-delta":
+                        kept.text += part.delta
+                        return emit(TurnEvent.TextDelta.make({ text: part.delta }))
+                      case "tool-call":
+                        if (!part.providerExecuted) streamed.push({ id: part.id, name: part.name, params: part.params })
+                        return Effect.void
+                      case "finish":
+                        inputTokens += part.usage.inputTokens ?? 0
+                        outputTokens += part.usage.outputTokens ?? 0
+                        return Effect.void
+                      case "error":
+                        return Effect.fail(new ModelStreamError({ error: part.error }))
+                      default:
+                        return Effect.void
+                    }
+                  })
+                ).pipe(Effect.exit)
+                const assistant = History.assistant(kept.text, streamed)
+                if (Exit.isFailure(streamExit) && !Cause.isInterruptedOnly(streamExit.cause)) {
+                  // A failed request keeps nothing of its round: the next turn starts from the last whole message.
+                  return yield* streamExit
+                }
+                const interrupted = Exit.isFailure(streamExit)
+                if (assistant === undefined) return interrupted ? yield* streamExit : undefined
+                const row = History.rowOf(assistant)
+                const stored = interrupted
+                  ? {
+                    ...row,
+                    calls: row.calls.map((c) => ({
+                      ...c,
+                      status: "cancelled" as const,
+                      result: History.CANCELLED_RESULT
+                    }))
+                  }
+                  : row
+                const id = yield* store.append(sessionId, stored)
+                messages.push(assistant)
+                if (interrupted) {
+                  kept.cancelled.push(...stored.calls.map((c) => c.callId))
+                  return yield* streamExit
+                }
+                return { id, row }
+              })
+            )
+            text = kept.text
+            if (persisted === undefined || persisted.row.calls.length === 0) {
+              return TurnEvent.TurnDone.make({ text, usage: usage(), rounds: round })
+            }
+            const results = yield* Effect.forEach(
+              persisted.row.calls,
+              (call) => runCall(emit, persisted.id, call, kept),
+              { concurrency }
+            ).pipe(
+              // A call interrupted before it began (queued behind the bound, or not yet forked) has
+              // recorded nothing: it is cancelled here, so no call stays `running`.
+              Effect.onInterrupt(() =>
+                store.cancelRunning(persisted.id, History.CANCELLED_RESULT).pipe(
+                  Effect.map((ids) => {
+                    kept.cancelled.push(...ids)
+                  }),
+                  Effect.catchAll((error) => Effect.logError(error.message))
+                )
+              )
+            )
+            messages.push(History.toolResults(results))
+          }
+          return TurnEvent.TurnDone.make({
+            text,
+            usage: usage(),
+            rounds: maxRounds,
+            note: `The turn ended after ${maxRounds} model rounds (the round limit) while the model was still ` +
+              "calling tools; every result so far is kept. Send another message to let it go on."
+          })
+        })
+
+      const turn = (
+        session: Session,
+        systemText: string,
+        message: string,
+        stop: Deferred.Deferred<void>,
+        emit: (event: TurnEvent.TurnEvent) => Effect.Effect<void>
+      ) =>
+        Effect.gen(function*() {
+          const kept: Kept = { text: "", finished: [], cancelled: [] }
+          const work = Effect.gen(function*() {
+            const stored = yield* store.history(session.id)
+            const turnId = yield* store.append(session.id, { role: "user", text: message, calls: [] })
+            yield* emit(TurnEvent.TurnStarted.make({ sessionId: session.id, turnId, message }))
+            const messages = [...History.replay(stored), History.user(message)]
+            return yield* rounds(session.id, History.system(systemText), messages, emit, kept)
+          })
+          const fiber = yield* Effect.fork(work)
+          const exit = yield* Effect.raceFirst(
+            Fiber.await(fiber),
+            Deferred.await(stop).pipe(Effect.zipRight(Fiber.interrupt(fiber)))
+          )
+          if (Exit.isSuccess(exit)) return yield* emit(exit.value)
+          if (Cause.isInterruptedOnly(exit.cause)) {
+            return yield* emit(TurnEvent.TurnStopped.make({
+              text: kept.text,
+              finished: kept.finished,
+              cancelled: kept.cancelled
+            }))
+          }
+          const failure = Cause.failureOption(exit.cause)
+          return yield* emit(TurnEvent.TurnFailed.make({
+            message: `the turn failed: ${failureText(exit.cause)}`,
+            errorTag: Option.match(failure, {
+              onNone: () => "Defect",
+              onSome: (e) => (e as { _tag?: string })._tag ?? "Error"
+            })
+          }))
+        }).pipe(Effect.withSpan("Agent.turn", { attributes: { "chat.session": session.id } }))
+
+      /** The turn's events; the stream fails only when the turn cannot begin. Interrupting it stops the turn. */
+      const run = (input: RunInput): Stream.Stream<TurnEvent.TurnEvent, RunError> =>
+        Stream.unwrapScoped(Effect.gen(function*() {
+          const { prompt, session: chat } = yield* session(input)
+          const entry: Running = { stop: yield* Deferred.make<void>(), ended: yield* Deferred.make<void>() }
+          const release = Ref.update(running, (map) => {
+            if (map.get(chat.id) !== entry) return map
+            const next = new Map(map)
+            next.delete(chat.id)
+            return next
+          }).pipe(Effect.zipRight(Deferred.succeed(entry.ended, undefined)))
+          yield* Effect.acquireRelease(
+            Ref.modify(running, (map): [boolean, ReadonlyMap<string, Running>] =>
+              map.has(chat.id) ? [false, map] : [true, new Map(map).set(chat.id, entry)]).pipe(
+                Effect.filterOrFail((acquired) =>
+                  acquired, () =>
+                  new SessionBusy({ sessionId: chat.id }))
+              ),
+            () => release
+          )
+          const mailbox = yield* Mailbox.make<TurnEvent.TurnEvent>()
+          yield* turn(chat, prompt, input.message, entry.stop, (event) => Effect.asVoid(mailbox.offer(event))).pipe(
+            Effect.ensuring(Effect.zipRight(release, mailbox.end)),
+            Effect.forkScoped
+          )
+          return Mailbox.toStream(mailbox)
+        }))
+
+      /** Stops the session's running turn and waits until it has stopped; false if none was running. */
+      const stop = Effect.fn("Agent.stop")(function*(sessionId: string) {
+        const entry = (yield* Ref.get(running)).get(sessionId)
+        if (entry === undefined) return false
+        yield* Deferred.succeed(entry.stop, undefined)
+        yield* Deferred.await(entry.ended)
+        return true
+      })
+
+      /** Whether a turn is running in the session (in this process). */
+      const isBusy = (sessionId: string): Effect.Effect<boolean> =>
+        Effect.map(Ref.get(running), (map) => map.has(sessionId))
+
+      return { run, stop, isBusy } as const
+    })
+}) {}
+
+/** The model streamed an error part. */
+export class ModelStreamError extends Schema.TaggedError<ModelStreamError>("@skald/server/ModelStreamError")(
+  "ModelStreamError",
+  { error: Schema.Unknown }
+) {
+  override get message(): string {
+    const e = this.error as { message?: unknown } | undefined
+    return `the model reported an error: ${typeof e?.message === "string" ? e.message : JSON.stringify(this.error)}`
+  }
+}
+
+/** A new session's title: the first line of its first message, at most 80 characters. */
+export const titleOf = (message: string): string | undefined => {
+  const line = message.trim().split("\n")[0]?.trim() ?? ""
+  if (line.length === 0) return undefined
+  return line.length <= 80 ? line : `${line.slice(0, 79)}…`
+}
+
+/** A cause's first failure (or defect) as one line for a person or the model. */
+const failureText = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.failureOption(cause)
+  const error: unknown = Option.isSome(failure) ? failure.value : Option.getOrUndefined(Cause.dieOption(cause))
+  if (error instanceof Error || (typeof error === "object" && error !== null && "message" in error)) {
+    return String((error as { message: unknown }).message)
+  }
+  return Cause.pretty(cause).split("\n")[0] ?? "unknown error"
+}

@@ -1,0 +1,213 @@
+/**
+ * The history's two directions: a turn as the loop sends it live, persisted through the real chat
+ * store (a SQLite file) and replayed, gives exactly the messages sent live; any stored history
+ * replays as one the providers accept; results over the cap are cut with a note.
+ */
+import * as Prompt from "@effect/ai/Prompt"
+import { assert, describe, it } from "@effect/vitest"
+import { ToolResult } from "@skald/domain"
+import { Context, Effect, FastCheck as fc, Layer, Schema } from "effect"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { ChatStore } from "../src/agent/ChatStore.js"
+import * as History from "../src/agent/History.js"
+import * as Database from "../src/host/Database.js"
+import * as Paths from "../src/host/Paths.js"
+
+const encode = Schema.encodeSync(Schema.Array(Prompt.Message))
+
+/** A store over a fresh SQLite file. */
+const freshStore = Effect.gen(function*() {
+  const home = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-history-"))
+  const layer = ChatStore.Default.pipe(
+    Layer.provide(Database.layer),
+    Layer.provide(Layer.succeed(Paths.Paths, Paths.make({ home })))
+  )
+  return Context.get(yield* Layer.build(layer), ChatStore)
+})
+
+const text = fc.string({ unit: "grapheme", maxLength: 40 })
+const json = fc.jsonValue({ maxDepth: 3 })
+const outcome = fc.oneof(
+  fc.record({
+    status: fc.constantFrom("done" as const, "error" as const, "denied" as const),
+    result: fc.oneof(
+      text.map((t) => ToolResult.TextResult.make({ text: t })),
+      json.map((v) => ToolResult.JsonResult.make({ value: v }))
+    )
+  }),
+  fc.constant({ status: "cancelled" as const, result: undefined })
+)
+const call = fc.record({
+  name: fc.constantFrom("mcp__a__x", "mcp__b__y", "mcp__c_d__z"),
+  params: fc.dictionary(fc.string({ maxLength: 8 }), json, { maxKeys: 4 }),
+  outcome
+})
+const round = fc.record({ text, calls: fc.array(call, { maxLength: 4 }) })
+const turn = fc.record({ message: text, rounds: fc.array(round, { minLength: 1, maxLength: 4 }) })
+
+/** Sends a turn "live" the way the loop does, persisting as it goes; returns the messages it sent. */
+const live = (store: ChatStore, session: string, t: typeof turn extends fc.Arbitrary<infer T> ? T : never) =>
+  Effect.gen(function*() {
+    yield* store.append(session, { role: "user", text: t.message, calls: [] })
+    const messages: Array<Prompt.Message> = [History.user(t.message)]
+    let n = 0
+    for (const r of t.rounds) {
+      const assistant = History.assistant(
+        r.text,
+        r.calls.map((c) => ({ id: `call-${n++}`, name: c.name, params: c.params }))
+      )
+      if (assistant === undefined) continue
+      const row = History.rowOf(assistant)
+      const id = yield* store.append(session, row)
+      messages.push(assistant)
+      if (row.calls.length === 0) continue
+      const results = yield* Effect.forEach(row.calls, (c, i) => {
+        const o = r.calls[i]!.outcome
+        const stored = o.result === undefined
+          ? { status: o.status, result: History.CANCELLED_RESULT, resultType: "string" as const }
+          : { status: o.status, ...History.capResult(o.result, 1_000_000) }
+        return Effect.as(store.finishCall(id, c.callId, stored), { ...c, ...stored })
+      })
+      messages.push(History.toolResults(results))
+    }
+    return messages
+  })
+
+describe("History", () => {
+  it.scoped("a fresh store has no sessions", () =>
+    Effect.gen(function*() {
+      const store = yield* freshStore
+      assert.deepStrictEqual(yield* store.listSessions, [])
+    }))
+
+  it.scoped.prop(
+    "replaying persisted turns gives exactly the messages sent live",
+    [fc.array(turn, { minLength: 1, maxLength: 3 })],
+    ([turns]) =>
+      Effect.gen(function*() {
+        const store = yield* freshStore
+        const session = yield* store.createSession({ agent: "main" })
+        const sent: Array<Prompt.Message> = []
+        for (const t of turns) sent.push(...(yield* live(store, session.id, t)))
+        const replayed = History.replay(yield* store.history(session.id))
+        assert.deepStrictEqual(encode(replayed), encode(sent))
+      }),
+    { fastCheck: { numRuns: 40 } }
+  )
+  const status = fc.constantFrom(
+    "running" as const,
+    "done" as const,
+    "error" as const,
+    "cancelled" as const,
+    "denied" as const
+  )
+  const storedCall = fc.record({
+    name: fc.constantFrom("mcp__a__x", "mcp__b__y"),
+    arguments: fc.dictionary(fc.string({ maxLength: 6 }), json, { maxKeys: 3 }),
+    status,
+    json: fc.boolean(),
+    value: json
+  })
+  const storedRow = fc.oneof(
+    fc.record({ role: fc.constant("user" as const), text, calls: fc.constant([]) }),
+    fc.record({ role: fc.constant("assistant" as const), text, calls: fc.array(storedCall, { maxLength: 4 }) })
+  )
+
+  it.prop(
+    "any stored history, whatever its calls' statuses, replays as one the providers accept",
+    [fc.array(storedRow, { maxLength: 8 })],
+    ([rows]) => {
+      let n = 0
+      const history: Array<History.MessageRow> = rows.map((r) => ({
+        role: r.role,
+        text: r.text,
+        calls: r.calls.map((c): History.CallRow => ({
+          callId: `c${n++}`,
+          name: c.name,
+          arguments: c.arguments,
+          status: c.status,
+          result: c.status === "running" ? undefined : c.json ? JSON.stringify(c.value) : String(c.value),
+          resultType: c.json && c.status !== "running" ? "json" : "string"
+        }))
+      }))
+      const replayed = History.replay(history)
+      assert.strictEqual(History.problemOf(replayed), undefined)
+      // Every call is answered, and only a finished one as a success.
+      const results = replayed.flatMap((m) => (m.role === "tool" ? m.content : []))
+      const calls = history.flatMap((r) => r.calls)
+      assert.deepStrictEqual(results.map((p) => p.id), calls.map((c) => c.callId))
+      assert.deepStrictEqual(results.map((p) => p.isFailure), calls.map((c) => c.status !== "done"))
+    }
+  )
+
+  it("a json result replays as its JSON value; a text one as the text; a running call as interrupted", () => {
+    const [, tools] = History.messagesOf({
+      role: "assistant",
+      text: "",
+      calls: [
+        { callId: "a", name: "mcp__s__j", arguments: {}, status: "done", result: `{"x":[1,2]}`, resultType: "json" },
+        { callId: "b", name: "mcp__s__t", arguments: {}, status: "done", result: `{"x":[1,2]}`, resultType: "string" },
+        { callId: "c", name: "mcp__s__r", arguments: {}, status: "running", result: undefined, resultType: "string" }
+      ]
+    })
+    assert.strictEqual(tools?.role, "tool")
+    const parts = tools?.role === "tool" ? tools.content : []
+    assert.deepStrictEqual(parts.map((p) => p.result), [{ x: [1, 2] }, `{"x":[1,2]}`, History.INTERRUPTED_RESULT])
+    assert.deepStrictEqual(parts.map((p) => p.isFailure), [false, false, true])
+  })
+
+  it("an empty round is no message", () => {
+    assert.strictEqual(History.assistant("", []), undefined)
+    assert.deepStrictEqual(History.replay([{ role: "assistant", text: "", calls: [] }]), [])
+  })
+
+  it.prop("a result over the cap is cut, on a character boundary, with a note; under it, untouched", [
+    fc.string({ unit: "grapheme", maxLength: 300 }),
+    fc.integer({ min: 1, max: 200 })
+  ], ([t, cap]) => {
+    const out = History.capResult(ToolResult.TextResult.make({ text: t }), cap)
+    const bytes = Buffer.byteLength(t, "utf8")
+    if (bytes <= cap) {
+      assert.deepStrictEqual(out, { result: t, resultType: "string", truncated: false })
+      return
+    }
+    assert.isTrue(out.truncated)
+    const marker = "\n\n[truncated: "
+    const at = out.result.lastIndexOf(marker)
+    const kept = out.result.slice(0, at)
+    assert.isTrue(t.startsWith(kept))
+    assert.isAtMost(Buffer.byteLength(kept, "utf8"), cap)
+    assert.strictEqual(
+      out.result.slice(at + marker.length),
+      `the result was ${bytes} bytes; only the first ${cap} are shown]`
+    )
+  })
+
+  it("a JSON result over the cap becomes text (it is no longer JSON); under it, compact JSON", () => {
+    const value = { list: Array.from({ length: 50 }, (_, i) => i) }
+    assert.deepStrictEqual(History.capResult(ToolResult.JsonResult.make({ value }), 10_000), {
+      result: JSON.stringify(value),
+      resultType: "json",
+      truncated: false
+    })
+    const cut = History.capResult(ToolResult.JsonResult.make({ value }), 20)
+    assert.strictEqual(cut.resultType, "string")
+    assert.isTrue(cut.truncated)
+    assert.isTrue(cut.result.startsWith(JSON.stringify(value).slice(0, 20)))
+  })
+
+  it("media URLs are read from the manager's markdown, bare or absolute; other links are not", () => {
+    const text = [
+      "a tiny image",
+      "![image](/api/mcp-media/1f.png) (image/png, 67 B)",
+      "[audio](http://127.0.0.1:8787/api/mcp-media/2a.wav) (audio/wav, 44 B)",
+      "[application/pdf](https://example.com/report.pdf)"
+    ].join("\n")
+    assert.deepStrictEqual(History.mediaUrls(text), [
+      "/api/mcp-media/1f.png",
+      "http://127.0.0.1:8787/api/mcp-media/2a.wav"
+    ])
+  })
+})

@@ -4,6 +4,7 @@
  *
  * @since 0.1.0
  */
+import * as ValidationError from "@effect/cli/ValidationError"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
 import * as Logger from "effect/Logger"
@@ -57,11 +58,17 @@ export const describeFailure = (error: unknown): string => {
   return hint === undefined ? said : `${said}\n${hint}`
 }
 
-/** Prints what went wrong on stderr (first line: what happened and what to do) and ends with status 2. */
-export const reportFailures = <A, R>(effect: Effect.Effect<A, unknown, R>): Effect.Effect<A, ExitWith, R> =>
+/**
+ * Prints what went wrong on stderr (first line: what happened and what to do) and ends with status
+ * 2. Applied once, by the runner (Cli.run), around every command. @effect/cli's own parse errors
+ * pass through: it printed them already (Help.plainErrors), and main.ts gives them their status.
+ */
+export const reportFailures = <A, R>(
+  effect: Effect.Effect<A, unknown, R>
+): Effect.Effect<A, ExitWith | ValidationError.ValidationError, R> =>
   effect.pipe(
     Effect.catchAll((error) => {
-      if (error instanceof ExitWith) return Effect.fail(error)
+      if (error instanceof ExitWith || ValidationError.isValidationError(error)) return Effect.fail(error)
       return Effect.zipRight(
         stderr(`skald: ${describeFailure(error)}`),
         Effect.fail(new ExitWith({ status: ExitStatus.Failure }))

@@ -36,7 +36,7 @@ import * as CallParse from "./CallParse.js"
 import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
 import * as Elicit from "./Elicit.js"
 import * as Host from "./HostRuntime.js"
-import { reportFailures, stderr, stdout } from "./Io.js"
+import { stderr, stdout } from "./Io.js"
 import type { AddArgs, CallArgs, ImportArgs, ListArgs, LogsArgs, NameArgs, ShowArgs, ToolsArgs } from "./McpCommands.js"
 import * as Output from "./Output.js"
 import { ServerCommandLine } from "./Target.js"
@@ -143,7 +143,7 @@ export const add = (o: AddArgs) =>
           : `skald: ${what}; start \`skald serve\` to connect it`
       )
     })
-  ).pipe(reportFailures)
+  )
 
 const stateText = (s: McpServerEntry.ServerSummary): string => {
   const state = s.state === "host-not-running" ? "host not running" : s.state
@@ -186,7 +186,7 @@ export const list = ({ home, json }: ListArgs) =>
         }).join("\n")
       )
     })
-  ).pipe(reportFailures)
+  )
 
 /** `skald mcp show`. */
 export const show = ({ home, json, name }: ShowArgs) =>
@@ -220,7 +220,7 @@ export const show = ({ home, json, name }: ShowArgs) =>
       )
       yield* stdout(rows.map(([key, value]) => `${key.padEnd(13)}  ${value}`.trimEnd()).join("\n"))
     })
-  ).pipe(reportFailures)
+  )
 
 /** An argument as a shell would need it quoted. */
 const shellWord = (arg: string): string =>
@@ -269,7 +269,7 @@ export const tools = ({ home, json, name }: ToolsArgs) =>
       yield* client.toolListChanges.pipe(Stream.timeout("300 millis"), Stream.runDrain)
       const list = yield* client.toolList
       yield* stdout(json ? Output.json(list.wire) : Output.toolLines(list.tools))
-    })).pipe(reportFailures)
+    }))
 
 /** `skald mcp call`. */
 export const call = ({ home, json, name, tool, ...given }: CallArgs) =>
@@ -297,7 +297,7 @@ export const call = ({ home, json, name, tool, ...given }: CallArgs) =>
     const problem = parsed.problems.first()
     if (problem !== undefined) return yield* new UsageError({ message: problem })
     if (yield* exit) return yield* new ExitWith({ status: ExitStatus.ToolError })
-  }).pipe(Effect.scoped, reportFailures)
+  }).pipe(Effect.scoped)
 
 /** `skald mcp enable` and `skald mcp disable`. */
 export const toggle = (enabled: boolean) => ({ home, name }: NameArgs) =>
@@ -308,7 +308,7 @@ export const toggle = (enabled: boolean) => ({ home, name }: NameArgs) =>
       if (!(yield* (yield* McpServerRepo).setEnabled(server, enabled))) return yield* new UnknownServer({ name })
       yield* stderr(`skald: ${enabled ? "enabled" : "disabled"} '${name}'`)
     })
-  ).pipe(reportFailures)
+  )
 
 /** `skald mcp restart`. */
 export const restart = ({ home, name }: NameArgs) =>
@@ -323,7 +323,7 @@ export const restart = ({ home, name }: NameArgs) =>
           : `skald: the host is not running; \`skald serve\` starts '${name}'`
       )
     })
-  ).pipe(reportFailures)
+  )
 
 /** `skald mcp rm`. */
 export const rm = ({ home, name }: NameArgs) =>
@@ -336,7 +336,7 @@ export const rm = ({ home, name }: NameArgs) =>
       const secrets = removed.value.length === 0 ? "" : ` and its stored secrets ${removed.value.join(", ")}`
       yield* stderr(`skald: removed '${name}'${secrets}`)
     })
-  ).pipe(reportFailures)
+  )
 
 /** `skald mcp logs`. */
 export const logs = ({ follow, home, name }: LogsArgs) =>
@@ -376,7 +376,7 @@ export const logs = ({ follow, home, name }: LogsArgs) =>
       return
     }
     yield* printNew.pipe(Effect.repeat(Schedule.spaced("250 millis")), Effect.asVoid)
-  }).pipe((effect) => Host.run(home, effect), reportFailures)
+  }).pipe((effect) => Host.run(home, effect))
 
 /** `skald mcp import`. */
 export const importFile = ({ file, home }: ImportArgs) =>
@@ -419,4 +419,4 @@ export const importFile = ({ file, home }: ImportArgs) =>
       const imported = outcomes.filter((o) => o._tag === "Imported").length
       yield* stdout([...lines, `${imported} imported, ${outcomes.length - imported} skipped`].join("\n"))
     })
-  ).pipe(reportFailures)
+  )

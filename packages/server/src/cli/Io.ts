@@ -15,6 +15,9 @@ import { ExitStatus, ExitWith, hintFor, UsageError } from "./CliError.js"
 export const stdout = (text: string) =>
   Effect.sync(() => void process.stdout.write(text.endsWith("\n") ? text : `${text}\n`))
 
+/** Writes bytes on stdout as they are (a log file's contents). */
+export const stdoutBytes = (bytes: Uint8Array) => Effect.sync(() => void process.stdout.write(bytes))
+
 /** Prints a line on stderr. */
 export const stderr = (text: string) => Effect.sync(() => void process.stderr.write(`${text}\n`))
 

@@ -12,7 +12,6 @@ import { Elicitation } from "@skald/mcp"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -29,14 +28,14 @@ import { SecretStore } from "../host/SecretStore.js"
 import * as SecretStoreModule from "../host/SecretStore.js"
 import * as ServerEnvironment from "../host/ServerEnvironment.js"
 import * as ServerList from "../host/ServerList.js"
-import { sanitize, ServerLogs } from "../host/ServerLogs.js"
+import { ServerLogs } from "../host/ServerLogs.js"
 import * as ServerSecrets from "../host/ServerSecrets.js"
 import * as ToolResults from "../host/ToolResults.js"
 import * as CallParse from "./CallParse.js"
 import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
 import * as Elicit from "./Elicit.js"
 import * as Host from "./HostRuntime.js"
-import { stderr, stdout } from "./Io.js"
+import { stderr, stdout, stdoutBytes } from "./Io.js"
 import type { AddArgs, CallArgs, ImportArgs, ListArgs, LogsArgs, NameArgs, ShowArgs, ToolsArgs } from "./McpCommands.js"
 import * as Output from "./Output.js"
 import { ServerCommandLine } from "./Target.js"
@@ -340,43 +339,25 @@ export const rm = ({ home, name }: NameArgs) =>
 
 /** `skald mcp logs`. */
 export const logs = ({ follow, home, name }: LogsArgs) =>
-  Effect.gen(function*() {
-    yield* parseName(name)
-    const paths = yield* Paths
-    const file = Path.join(paths.mcpLogsDir, `${sanitize(name)}.log`)
-    let offset = 0
-    const printNew = Effect.sync(() => {
-      let size: number
-      try {
-        size = Fs.statSync(file).size
-      } catch {
-        return false
+  Host.run(
+    home,
+    Effect.gen(function*() {
+      const server = yield* parseName(name)
+      const logs = yield* ServerLogs
+      const current = yield* logs.read(server)
+      // A log of a server removed since is still printed; a name never registered is an error.
+      if (Option.isNone(current) && Option.isNone(yield* (yield* McpServerRepo).get(server))) {
+        return yield* new UnknownServer({ name })
       }
-      if (size < offset) offset = 0 // rotated: the new file starts over
-      if (size > offset) {
-        const fd = Fs.openSync(file, "r")
-        try {
-          const buffer = Buffer.alloc(size - offset)
-          Fs.readSync(fd, buffer, 0, buffer.length, offset)
-          process.stdout.write(buffer)
-        } finally {
-          Fs.closeSync(fd)
-        }
-        offset = size
+      if (Option.isSome(current)) yield* stdoutBytes(current.value)
+      if (!follow) {
+        if (Option.isNone(current)) yield* stderr(`skald: no log yet for '${name}' (${logs.fileOf(server)})`)
+        return
       }
-      return true
+      const from = Option.match(current, { onNone: () => 0, onSome: (bytes) => bytes.length })
+      yield* logs.follow(server, { from }).pipe(Stream.runForEach(stdoutBytes))
     })
-    const found = yield* printNew
-    // A log of a server removed since is still printed; a name never registered is an error.
-    if (!found && Option.isNone(yield* (yield* McpServerRepo).get(ServerName.make(name)))) {
-      return yield* new UnknownServer({ name })
-    }
-    if (!follow) {
-      if (!found) yield* stderr(`skald: no log yet for '${name}' (${file})`)
-      return
-    }
-    yield* printNew.pipe(Effect.repeat(Schedule.spaced("250 millis")), Effect.asVoid)
-  }).pipe((effect) => Host.run(home, effect))
+  )
 
 /** `skald mcp import`. */
 export const importFile = ({ file, home }: ImportArgs) =>

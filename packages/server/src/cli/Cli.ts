@@ -105,6 +105,8 @@ export const run = (argv: ReadonlyArray<string>) =>
       case "Problem":
         return Effect.fail(new UsageError({ message: prepared.message }))
       case "Run": {
+        const malformed = McpCommands.keyValueProblem(prepared.argv)
+        if (malformed !== undefined) return Effect.fail(new UsageError({ message: malformed }))
         const cli = Help.plainErrors(
           Command.run(command, { name: "skald", version: VERSION })(["node", "skald", ...prepared.argv]),
           parseHint

@@ -11,6 +11,7 @@ import { McpServerEntry, ServerName } from "@skald/domain"
 import { Elicitation } from "@skald/mcp"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as Fs from "node:fs"
@@ -40,39 +41,24 @@ import type { AddArgs, CallArgs, ImportArgs, ListArgs, LogsArgs, NameArgs, ShowA
 import * as Output from "./Output.js"
 import { ServerCommandLine } from "./Target.js"
 
-const parseName = (name: string) =>
-  ServerName.isValid(name)
-    ? Effect.succeed(ServerName.make(name))
-    : Effect.fail(
-      new UsageError({
-        message: `invalid server name ${JSON.stringify(name)}: use 1-64 letters, digits, '-' and '_', ` +
-          "never '__', and do not start or end with '_'"
-      })
-    )
-
-/** `K=V` → [K, V]. */
-const parsePair = (option: string, text: string) => {
-  const at = text.indexOf("=")
-  const key = text.slice(0, at)
-  return at <= 0 || !SecretStoreModule.isValidName(key)
-    ? Effect.fail(
-      new UsageError({
-        message: `--${option} takes KEY=VALUE with a variable name as KEY, got ${JSON.stringify(text.split("=")[0])}`
-      })
-    )
-    : Effect.succeed([key, text.slice(at + 1)] as const)
-}
-
-const pairs = (option: string, texts: ReadonlyArray<string>) =>
-  Effect.map(Effect.forEach(texts, (text) => parsePair(option, text)), (all) => Object.fromEntries(all))
+/** `K=V` pairs (parsed by Options.keyValueMap) whose keys must be variable names. */
+const pairs = (option: string, given: HashMap.HashMap<string, string>) =>
+  Effect.forEach(given, ([key, value]) =>
+    SecretStoreModule.isValidName(key)
+      ? Effect.succeed([key, value] as const)
+      : Effect.fail(
+        new UsageError({
+          message: `--${option} takes KEY=VALUE with a variable name as KEY, got ${JSON.stringify(key)}`
+        })
+      )).pipe(Effect.map((all) => Object.fromEntries(all)))
 
 /** `skald mcp add`'s flags → a registration request (the rules are Registration's). */
 const addRequest = (o: {
-  readonly name: string
+  readonly name: ServerName.ServerName
   readonly description: Option.Option<string>
   readonly friendlyName: Option.Option<string>
-  readonly env: ReadonlyArray<string>
-  readonly secretEnv: ReadonlyArray<string>
+  readonly env: HashMap.HashMap<string, string>
+  readonly secretEnv: HashMap.HashMap<string, string>
   readonly http: Option.Option<string>
   readonly apiKey: Option.Option<string>
   readonly apiKeyEnv: Option.Option<string>
@@ -87,7 +73,7 @@ const addRequest = (o: {
       if (commandLine.length > 0) {
         return yield* new UsageError({ message: "give either --http URL or `-- CMD`, not both" })
       }
-      if (o.env.length + o.secretEnv.length > 0) {
+      if (HashMap.size(o.env) + HashMap.size(o.secretEnv) > 0) {
         return yield* new UsageError({ message: "--env and --secret-env are for stdio servers (`-- CMD`)" })
       }
       if (Option.isSome(o.apiKey) && Option.isSome(o.apiKeyEnv)) {
@@ -192,8 +178,7 @@ export const show = ({ home, json, name }: ShowArgs) =>
   Host.run(
     home,
     Effect.gen(function*() {
-      const server = yield* parseName(name)
-      const found = (yield* listed).find(({ entry }) => entry.name === server)
+      const found = (yield* listed).find(({ entry }) => entry.name === name)
       if (found === undefined) return yield* new UnknownServer({ name })
       if (json) return yield* stdout(Output.json(serverJson(found.entry, found.summary)))
       const view = Registration.describe(found.entry)
@@ -228,15 +213,14 @@ const shellWord = (arg: string): string =>
 /** Connects the named registered (and enabled) server in this process and runs `use` with its client. */
 const withServer = <A, E, R>(
   home: Option.Option<string>,
-  name: string,
+  name: ServerName.ServerName,
   use: (connection: Connector.Connection) => Effect.Effect<A, E, R>,
   handler: Elicitation.Handler = process.stdin.isTTY === true ? Elicit.terminal : Elicit.declining
 ) =>
   Host.run(
     home,
     Effect.gen(function*() {
-      const server = yield* parseName(name)
-      const entry = yield* (yield* McpServerRepo).get(server)
+      const entry = yield* (yield* McpServerRepo).get(name)
       if (Option.isNone(entry)) return yield* new UnknownServer({ name })
       if (!entry.value.enabled) return yield* new ServerDisabled({ name })
       // The same server environment as under `skald serve` (host/ServerEnvironment.ts).
@@ -250,7 +234,7 @@ const withServer = <A, E, R>(
       let redactor = Redactor.empty
       const sinks = (secrets: SecretStoreModule.Resolved["secrets"]) => {
         redactor = Redactor.make(secrets)
-        return { log: logs.sink(server, secrets, origin), events: recorder.sink }
+        return { log: logs.sink(name, secrets, origin), events: recorder.sink }
       }
       return yield* Effect.flatMap(Connector.connect(entry.value, options, sinks), use).pipe(
         Effect.provideService(Elicitation.ElicitationHandler, handler),
@@ -303,8 +287,7 @@ export const toggle = (enabled: boolean) => ({ home, name }: NameArgs) =>
   Host.run(
     home,
     Effect.gen(function*() {
-      const server = yield* parseName(name)
-      if (!(yield* (yield* McpServerRepo).setEnabled(server, enabled))) return yield* new UnknownServer({ name })
+      if (!(yield* (yield* McpServerRepo).setEnabled(name, enabled))) return yield* new UnknownServer({ name })
       yield* stderr(`skald: ${enabled ? "enabled" : "disabled"} '${name}'`)
     })
   )
@@ -314,7 +297,7 @@ export const restart = ({ home, name }: NameArgs) =>
   Host.run(
     home,
     Effect.gen(function*() {
-      const outcome = yield* ServerList.requestRestart(yield* parseName(name))
+      const outcome = yield* ServerList.requestRestart(name)
       if (!outcome.enabled) return yield* stderr(`skald: '${name}' is disabled; \`skald mcp enable ${name}\` starts it`)
       yield* stderr(
         Option.isSome(outcome.host)
@@ -329,8 +312,7 @@ export const rm = ({ home, name }: NameArgs) =>
   Host.run(
     home,
     Effect.gen(function*() {
-      const server = yield* parseName(name)
-      const removed = yield* ServerSecrets.unregister(server)
+      const removed = yield* ServerSecrets.unregister(name)
       if (Option.isNone(removed)) return yield* new UnknownServer({ name })
       const secrets = removed.value.length === 0 ? "" : ` and its stored secrets ${removed.value.join(", ")}`
       yield* stderr(`skald: removed '${name}'${secrets}`)
@@ -342,20 +324,19 @@ export const logs = ({ follow, home, name }: LogsArgs) =>
   Host.run(
     home,
     Effect.gen(function*() {
-      const server = yield* parseName(name)
       const logs = yield* ServerLogs
-      const current = yield* logs.read(server)
+      const current = yield* logs.read(name)
       // A log of a server removed since is still printed; a name never registered is an error.
-      if (Option.isNone(current) && Option.isNone(yield* (yield* McpServerRepo).get(server))) {
+      if (Option.isNone(current) && Option.isNone(yield* (yield* McpServerRepo).get(name))) {
         return yield* new UnknownServer({ name })
       }
       if (Option.isSome(current)) yield* stdoutBytes(current.value)
       if (!follow) {
-        if (Option.isNone(current)) yield* stderr(`skald: no log yet for '${name}' (${logs.fileOf(server)})`)
+        if (Option.isNone(current)) yield* stderr(`skald: no log yet for '${name}' (${logs.fileOf(name)})`)
         return
       }
       const from = Option.match(current, { onNone: () => 0, onSome: (bytes) => bytes.length })
-      yield* logs.follow(server, { from }).pipe(Stream.runForEach(stdoutBytes))
+      yield* logs.follow(name, { from }).pipe(Stream.runForEach(stdoutBytes))
     })
   )
 

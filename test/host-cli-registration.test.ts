@@ -285,6 +285,25 @@ describe("logs that say who", () => {
 })
 
 describe("skald mcp import", () => {
+  it("a file that is not JSON, or not an MCP config, exits 2 saying so and imports nothing", async () => {
+    const home = makeHome()
+    const dir = Fs.mkdtempSync(Path.join(home, "files-"))
+    const notJson = Path.join(dir, "broken.json")
+    Fs.writeFileSync(notJson, "{ not json")
+    const r = await run(home, ["mcp", "import", notJson])
+    assert.strictEqual(r.status, 2, r.stderr)
+    assert.match(
+      r.stderr.split("\n")[0]!,
+      new RegExp(`^skald: ${notJson.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is not valid JSON: `)
+    )
+    const other = Path.join(dir, "other.json")
+    Fs.writeFileSync(other, JSON.stringify({ something: {} }))
+    const o = await run(home, ["mcp", "import", other])
+    assert.strictEqual(o.status, 2, o.stderr)
+    assert.include(o.stderr.split("\n")[0], `${other}: no \`mcpServers\``)
+    assert.strictEqual((await run(home, ["mcp", "list", "--json"])).stdout.trim(), "[]")
+  })
+
   it(
     "resolves ${workspaceFolder}, ${userHome}, ${env:X} and ${VAR:-default}; skips what it cannot, saying why",
     async () => {

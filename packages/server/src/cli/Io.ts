@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import * as ValidationError from "@effect/cli/ValidationError"
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
 import * as Logger from "effect/Logger"
@@ -46,6 +47,19 @@ export const readStdin = (option: string) =>
     process.stdin.resume()
     return Effect.sync(done)
   })
+
+/**
+ * An option's text given as itself, `@FILE` or `@-` (stdin). An unreadable file is a usage error
+ * naming the option and the file (never its contents).
+ */
+export const readSpec = (option: string, spec: string) =>
+  spec === "@-"
+    ? readStdin(option)
+    : spec.startsWith("@")
+    ? Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(spec.slice(1))).pipe(
+      Effect.mapError(() => new UsageError({ message: `--${option}: cannot read the file ${spec.slice(1)}` }))
+    )
+    : Effect.succeed(spec)
 
 /** What an error says, never empty; with the command line's hint for it, if any. */
 export const describeFailure = (error: unknown): string => {

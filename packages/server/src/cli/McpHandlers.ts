@@ -10,24 +10,18 @@
 import { McpServerEntry, ServerName } from "@skald/domain"
 import { Elicitation } from "@skald/mcp"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import * as Fs from "node:fs"
 import * as Os from "node:os"
-import * as Path from "node:path"
-import * as ConfigImport from "../host/ConfigImport.js"
-import * as Connector from "../host/Connector.js"
-import { EventRecorder } from "../host/EventStore.js"
-import { ServerDisabled, UnknownServer } from "../host/HostError.js"
+import * as ConfigImportFile from "../host/ConfigImportFile.js"
+import type * as Connector from "../host/Connector.js"
+import { UnknownServer } from "../host/HostError.js"
 import { McpServerRepo } from "../host/McpServerRepo.js"
+import * as OneOffConnection from "../host/OneOffConnection.js"
 import { Paths } from "../host/Paths.js"
-import * as Redactor from "../host/Redactor.js"
 import * as Registration from "../host/Registration.js"
-import { SecretStore } from "../host/SecretStore.js"
 import * as SecretStoreModule from "../host/SecretStore.js"
-import * as ServerEnvironment from "../host/ServerEnvironment.js"
 import * as ServerList from "../host/ServerList.js"
 import { ServerLogs } from "../host/ServerLogs.js"
 import * as ServerSecrets from "../host/ServerSecrets.js"
@@ -210,7 +204,11 @@ export const show = ({ home, json, name }: ShowArgs) =>
 const shellWord = (arg: string): string =>
   /^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, "'\\''")}'`
 
-/** Connects the named registered (and enabled) server in this process and runs `use` with its client. */
+/**
+ * Connects the named registered server in this process (the rules are OneOffConnection's) and
+ * runs `use` with its client; elicitations are answered by `handler` (a prompt on a terminal, else
+ * decline).
+ */
 const withServer = <A, E, R>(
   home: Option.Option<string>,
   name: ServerName.ServerName,
@@ -220,26 +218,9 @@ const withServer = <A, E, R>(
   Host.run(
     home,
     Effect.gen(function*() {
-      const entry = yield* (yield* McpServerRepo).get(name)
-      if (Option.isNone(entry)) return yield* new UnknownServer({ name })
-      if (!entry.value.enabled) return yield* new ServerDisabled({ name })
-      // The same server environment as under `skald serve` (host/ServerEnvironment.ts).
-      const options = { ...(yield* Host.connectOptions), environment: ServerEnvironment.make(yield* Paths) }
-      const logs = yield* ServerLogs
-      const recorder = yield* EventRecorder
-      // Log lines go to the server's log file (and --log-level debug), tagged as this process's;
-      // events are stored, as the host does. What is printed of a failure (a dying server's stderr
-      // tail) has the server's secrets redacted.
-      const origin = `cli pid ${process.pid}`
-      let redactor = Redactor.empty
-      const sinks = (secrets: SecretStoreModule.Resolved["secrets"]) => {
-        redactor = Redactor.make(secrets)
-        return { log: logs.sink(name, secrets, origin), events: recorder.sink }
-      }
-      return yield* Effect.flatMap(Connector.connect(entry.value, options, sinks), use).pipe(
-        Effect.provideService(Elicitation.ElicitationHandler, handler),
-        Effect.scoped,
-        Effect.mapError((error) => Redactor.redactFields(redactor, error))
+      const options = { ...(yield* Host.connectOptions), origin: `cli pid ${process.pid}` }
+      return yield* OneOffConnection.use(name, options, use).pipe(
+        Effect.provideService(Elicitation.ElicitationHandler, handler)
       )
     })
   )
@@ -345,39 +326,17 @@ export const importFile = ({ file, home }: ImportArgs) =>
   Host.run(
     home,
     Effect.gen(function*() {
-      const text = yield* Effect.try({
-        try: () => JSON.parse(Fs.readFileSync(file, "utf8")) as unknown,
-        catch: (e) => new UsageError({ message: `${file} is not valid JSON: ${(e as Error).message}` })
-      })
-      const registration = yield* Registration.Registration
-      const existing = new Set((yield* (yield* McpServerRepo).list).map((e) => e.name as string))
-      const stored = new Set(yield* (yield* SecretStore).list)
-      const context: ConfigImport.Context = {
-        file: Path.resolve(file),
-        userHome: Os.homedir(),
-        isSet: (variable) => stored.has(variable) || process.env[variable] !== undefined
-      }
-      const outcomes = yield* Either.match(ConfigImport.fromJson(text, existing, context), {
-        onLeft: (message) => Effect.fail(new UsageError({ message: `${file}: ${message}` })),
-        onRight: Effect.succeed
-      })
-      const lines: Array<string> = []
-      for (const outcome of outcomes) {
-        if (outcome._tag === "Skipped") {
-          lines.push(`skipped  ${outcome.source}: ${outcome.reason}`)
-          continue
-        }
-        yield* registration.apply({ entry: outcome.entry, secrets: outcome.secrets }, false)
+      const outcomes = yield* ConfigImportFile.importFile(file, { userHome: Os.homedir(), variables: process.env })
+      const lines = outcomes.map((outcome) => {
+        if (outcome._tag === "Skipped") return `skipped  ${outcome.source}: ${outcome.reason}`
         const renamed = outcome.entry.name === outcome.source ? "" : ` (from ${JSON.stringify(outcome.source)})`
         const moved = outcome.secrets.length === 0
           ? ""
           : `; secrets moved to the store: ${outcome.secrets.map((s) => s.name).join(", ")}`
-        lines.push(
-          `imported ${outcome.entry.name}${renamed}: ${outcome.entry.config._tag}${
-            outcome.entry.enabled ? "" : ", disabled"
-          }${moved}`
-        )
-      }
+        return `imported ${outcome.entry.name}${renamed}: ${outcome.entry.config._tag}${
+          outcome.entry.enabled ? "" : ", disabled"
+        }${moved}`
+      })
       const imported = outcomes.filter((o) => o._tag === "Imported").length
       yield* stdout([...lines, `${imported} imported, ${outcomes.length - imported} skipped`].join("\n"))
     })

@@ -197,10 +197,15 @@ describe("skald mcp add's K=V options and server names", () => {
     }
     // Nothing was registered; several pairs in one go, and values with '=' in them, are fine.
     assert.strictEqual((await run(home, ["mcp", "list", "--json"])).stdout.trim(), "[]")
-    ok(await run(home, add("--env", "A=1", "--env", "B=x=y", "--secret-env", "C=s")), "add")
+    // Repeats may be interleaved with other options (@effect/cli's keyValueMap alone refuses that).
+    ok(
+      await run(home, add("--env", "A=1", "--secret-env", "C=s", "--description", "d", "--env", "B=x=y", "D=4")),
+      "add"
+    )
     const shown = JSON.parse(ok(await run(home, ["mcp", "show", "kv", "--json"]), "show").stdout) as Shown
-    assert.deepStrictEqual(Object.keys(shown.env ?? {}).sort(), ["A", "B", "C"])
+    assert.deepStrictEqual(Object.keys(shown.env ?? {}).sort(), ["A", "B", "C", "D"])
     assert.strictEqual(shown.env?.["B"], "x=y")
+    assert.strictEqual(shown.description, "d")
   }, 120_000)
 })
 

@@ -108,7 +108,11 @@ export const run = (argv: ReadonlyArray<string>) =>
         const malformed = McpCommands.keyValueProblem(prepared.argv)
         if (malformed !== undefined) return Effect.fail(new UsageError({ message: malformed }))
         const cli = Help.plainErrors(
-          Command.run(command, { name: "skald", version: VERSION })(["node", "skald", ...prepared.argv]),
+          Command.run(command, { name: "skald", version: VERSION })([
+            "node",
+            "skald",
+            ...McpCommands.groupKeyValues(prepared.argv)
+          ]),
           parseHint
         )
         return prepared.logLevel === undefined ? cli : Logger.withMinimumLogLevel(cli, prepared.logLevel)

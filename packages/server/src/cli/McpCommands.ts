@@ -66,6 +66,40 @@ export const keyValueProblem = (argv: ReadonlyArray<string>): string | undefined
   return undefined
 }
 
+/**
+ * The K=V options' pairs moved next to each option's first one. @effect/cli 0.77's keyValueMap
+ * takes only consecutive pairs (`--env A=1 --env B=2`): a second `--env` after another option
+ * (`--env A=1 --secret-env S=x --env B=2`) is left over as an unknown argument (the same class of
+ * bug as Effect-TS/effect#3729, fixed there for Options.repeated). Options' order means nothing
+ * else to it, so regrouping changes no meaning.
+ */
+export const groupKeyValues = (argv: ReadonlyArray<string>): Array<string> => {
+  const pairs = new Map<string, Array<string>>()
+  for (let i = 0; i < argv.length - 1; i++) {
+    const option = keyValueOptions.find((o) => argv[i] === `--${o}`)
+    if (option === undefined) continue
+    const list = pairs.get(option) ?? []
+    list.push(argv[i]!, argv[i + 1]!)
+    pairs.set(option, list)
+    i++
+  }
+  const out: Array<string> = []
+  const placed = new Set<string>()
+  for (let i = 0; i < argv.length; i++) {
+    const option = i < argv.length - 1 ? keyValueOptions.find((o) => argv[i] === `--${o}`) : undefined
+    if (option === undefined) {
+      out.push(argv[i]!)
+      continue
+    }
+    if (!placed.has(option)) {
+      placed.add(option)
+      out.push(...pairs.get(option)!)
+    }
+    i++
+  }
+  return out
+}
+
 /** `--OPTION K=V`, repeatable (or several pairs after one flag): a map, empty when not given. */
 const keyValues = (name: string, description: string) =>
   Options.keyValueMap(name).pipe(Options.withDescription(description), Options.withDefault(HashMap.empty()))

@@ -460,6 +460,73 @@ describe("OpenAiCompatible against the stand-in", () => {
       assert.strictEqual(standin.requests.length, 1)
     }))
 
+  it.scopedLive("a tool-calling turn finished with \"stop\" (Ollama) is still a tool-calls finish", () =>
+    Effect.gen(function*() {
+      const standin = yield* ModelStandin.start([ModelStandin.toolCalls(twoCalls, { finishReason: "stop" })])
+      const parts = yield* streamAll(yield* model(standin.url), "weather?")
+      assert.strictEqual(callsOf(parts).length, 2)
+      assert.strictEqual(finishOf(parts).reason, "tool-calls")
+    }))
+
+  it.scopedLive("reasoning deltas (reasoning_content, reasoning) stream as reasoning parts before the text", () =>
+    Effect.gen(function*() {
+      const standin = yield* ModelStandin.start([{
+        events: [
+          ModelStandin.deltaChunk({ role: "assistant", reasoning_content: "Let me" }),
+          ModelStandin.deltaChunk({ reasoning: " think." }),
+          ModelStandin.deltaChunk({ content: "42" }),
+          ModelStandin.deltaChunk({}, undefined, "stop"),
+          ModelStandin.usageChunk()
+        ]
+      }])
+      const parts = yield* streamAll(yield* model(standin.url), "why?")
+      assert.deepStrictEqual(
+        parts.flatMap((part) =>
+          part.type === "reasoning-delta" || part.type === "text-delta" ? [`${part.type}:${part.delta}`] : []
+        ),
+        ["reasoning-delta:Let me", "reasoning-delta: think.", "text-delta:42"]
+      )
+      const types = parts.map((part) => part.type)
+      assert.isBelow(types.indexOf("reasoning-end"), types.indexOf("text-start"))
+    }))
+
+  it.scopedLive("a server that ignores stream: true and answers one JSON object is understood", () =>
+    Effect.gen(function*() {
+      const standin = yield* ModelStandin.start([{
+        body: {
+          id: "chatcmpl-1",
+          object: "chat.completion",
+          created: 1_767_225_600,
+          model: "m",
+          choices: [{
+            index: 0,
+            message: {
+              role: "assistant",
+              content: "Calling.",
+              tool_calls: [
+                { id: "c1", type: "function", function: { name: "get_weather", arguments: "{\"city\":\"Oslo\"}" } },
+                { id: "c2", type: "function", function: { name: "get_time", arguments: "{}" } }
+              ]
+            },
+            finish_reason: "tool_calls"
+          }],
+          usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 }
+        }
+      }, { body: { error: { message: "context length exceeded", code: "context_length_exceeded" } } }])
+      const lm = yield* model(standin.url)
+      const parts = yield* streamAll(lm, "hi")
+      assert.strictEqual(textOf(parts), "Calling.")
+      assert.deepStrictEqual(callsOf(parts), [
+        { id: "c1", name: "get_weather", params: { city: "Oslo" } },
+        { id: "c2", name: "get_time", params: {} }
+      ])
+      assert.strictEqual(finishOf(parts).usage.totalTokens, 5)
+      // and an error object with status 200
+      const error = failureOf(yield* Effect.exit(streamAll(lm, "hi")))
+      assert.instanceOf(error, AiError.UnknownError)
+      assert.include(error.message, "context length exceeded (context_length_exceeded)")
+    }))
+
   it.scopedLive("an event that is not JSON is MalformedOutput", () =>
     Effect.gen(function*() {
       const standin = yield* ModelStandin.start([{ events: ["{not json"] }])

@@ -230,7 +230,7 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
         ? new AiError.UnknownError({
           module,
           method,
-          description: `The model server reported an error mid-stream: ${failure.message}`
+          description: `The model server reported an error in its reply: ${failure.message}`
         })
         : new AiError.MalformedOutput({
           module,
@@ -254,7 +254,12 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
           if (state.failure !== undefined) return yield* Effect.fail(streamFailure(method, state.failure))
           return out
         })
-        return response.stream.pipe(
+        // A server that ignores `stream: true` answers one JSON object: fold it as a single event.
+        const json = (response.headers["content-type"] ?? "").includes("application/json")
+        const events: Stream.Stream<{ readonly data: string }, HttpClientError.ResponseError> = json
+          ? Stream.fromEffect(Effect.map(response.text, (data) => ({ data })))
+          : response.stream.pipe(Stream.decodeText(), Stream.pipeThroughChannel(Sse.makeChannel()))
+        return events.pipe(
           Stream.mapError((error) =>
             new AiError.HttpResponseError({
               module,
@@ -265,8 +270,6 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
               description: `The connection to the model server broke mid-stream: ${causeMessage(error.cause)}`
             }, { disableValidation: true })
           ),
-          Stream.decodeText(),
-          Stream.pipeThroughChannel(Sse.makeChannel()),
           Stream.takeWhile((event) => event.data !== "[DONE]"),
           Stream.mapChunksEffect((events) => {
             const out: Array<Response.StreamPartEncoded> = []

@@ -354,7 +354,8 @@ export class StreamAccumulator {
       // `n` is never asked for: only the first choice counts.
       if (choice === null || typeof choice !== "object" || (choice.index !== undefined && choice.index !== 0)) continue
       if (choice.finish_reason !== undefined && choice.finish_reason !== null) this.reason = choice.finish_reason
-      const delta = choice.delta
+      // `message`: a server that ignored `stream: true` and answered one chat.completion object
+      const delta = choice.delta ?? choice.message
       if (delta === null || typeof delta !== "object") continue
       const reasoning = typeof delta.reasoning_content === "string"
         ? delta.reasoning_content

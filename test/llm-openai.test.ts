@@ -326,6 +326,35 @@ describe("OpenAiCompatible against the stand-in", () => {
       for (const call of calls) assert.isTrue(call.id.length > 0)
     }))
 
+  it.scopedLive("completed streams leave their connection open for the next requests (keep-alive)", () =>
+    Effect.gen(function*() {
+      const turns = 8
+      const standin = yield* ModelStandin.start((request) => // the end of each response comes a little after [DONE], as it may over a real network
+      ({
+        ...(request.index % 2 === 0 ? ModelStandin.text(`turn ${request.index}`) : ModelStandin.toolCalls(twoCalls)),
+        endDelay: 20
+      }))
+      const lm = yield* model(standin.url)
+      for (let i = 0; i < turns; i++) {
+        const parts = yield* streamAll(lm, `${i}`)
+        if (i % 2 === 0) assert.strictEqual(textOf(parts), `turn ${i}`)
+        else assert.strictEqual(callsOf(parts).length, 2)
+      }
+      assert.strictEqual(standin.requests.length, turns)
+      assert.deepStrictEqual(standin.aborted, [])
+      // undici may open a second connection while it releases the first, but none is thrown away
+      assert.isAtMost(standin.connections(), 2, inspect(standin.requests.map((request) => request.connection)))
+    }))
+
+  it.scopedLive("a server that hangs after [DONE] still finishes the turn", () =>
+    Effect.gen(function*() {
+      const standin = yield* ModelStandin.start([{ events: ModelStandin.textEvents(["done"]), done: true, hang: true }])
+      const response = yield* (yield* model(standin.url)).generateText({ prompt: "hi" })
+      assert.strictEqual(response.text, "done")
+      assert.strictEqual(response.finishReason, "stop")
+      yield* standin.awaitAborted(0).pipe(Effect.timeout("10 seconds"))
+    }))
+
   it.scopedLive("interrupting the consumer aborts the HTTP request", () =>
     Effect.gen(function*() {
       const standin = yield* ModelStandin.start([ModelStandin.hanging(["Hel"])])

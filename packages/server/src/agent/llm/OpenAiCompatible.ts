@@ -32,6 +32,7 @@ import * as Arr from "effect/Array"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { identity } from "effect/Function"
@@ -62,6 +63,9 @@ export interface Options {
 }
 
 const module = "OpenAiCompatible"
+
+/** How long the body is read after `[DONE]` for its end (a server that then hangs is cut off). */
+const drainAfterDone = Duration.seconds(1)
 
 /** One failed try: the error to report, and whether (and after how long) to try again. */
 class AttemptFailed extends Data.TaggedError("AttemptFailed")<{
@@ -246,14 +250,23 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
         const response = yield* send(method, request)
         const ids = yield* IdGenerator.IdGenerator
         const state = new Wire.StreamAccumulator()
-        const finish = Effect.gen(function*() {
+        let finished = false
+        const finish = Effect.suspend(() => {
+          if (finished) return Effect.succeed<Array<Response.StreamPartEncoded>>([])
+          finished = true
           const missing = state.missingIds
-          const synthesized = missing === 0 ? [] : yield* Effect.all(Arr.makeBy(missing, () => ids.generateId()))
-          const out: Array<Response.StreamPartEncoded> = []
-          state.finish(out, synthesized)
-          if (state.failure !== undefined) return yield* Effect.fail(streamFailure(method, state.failure))
-          return out
+          return Effect.all(Arr.makeBy(missing, () => ids.generateId())).pipe(
+            Effect.flatMap((synthesized) => {
+              const out: Array<Response.StreamPartEncoded> = []
+              state.finish(out, synthesized)
+              return state.failure === undefined
+                ? Effect.succeed(out)
+                : Effect.fail(streamFailure(method, state.failure))
+            })
+          )
         })
+        // After `[DONE]` the body is read to its end (briefly), so the connection can be kept alive.
+        const sawDone = yield* Deferred.make<void>()
         // A server that ignores `stream: true` answers one JSON object: fold it as a single event.
         const json = (response.headers["content-type"] ?? "").includes("application/json")
         const events: Stream.Stream<{ readonly data: string }, HttpClientError.ResponseError> = json
@@ -270,15 +283,27 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
               description: `The connection to the model server broke mid-stream: ${causeMessage(error.cause)}`
             }, { disableValidation: true })
           ),
-          Stream.takeWhile((event) => event.data !== "[DONE]"),
           Stream.mapChunksEffect((events) => {
+            if (finished) return Effect.succeed(Chunk.empty<Response.StreamPartEncoded>())
             const out: Array<Response.StreamPartEncoded> = []
-            for (const event of events) state.feed(event.data, out)
-            return state.failure === undefined
-              ? Effect.succeed(Chunk.unsafeFromArray(out))
-              : Effect.fail(streamFailure(method, state.failure))
+            let done = false
+            for (const event of events) {
+              if (event.data === "[DONE]") {
+                done = true
+                break
+              }
+              state.feed(event.data, out)
+            }
+            if (state.failure !== undefined) return Effect.fail(streamFailure(method, state.failure))
+            if (!done) return Effect.succeed(Chunk.unsafeFromArray(out))
+            return finish.pipe(
+              Effect.map((rest) => Chunk.unsafeFromArray(out.concat(rest))),
+              Effect.zipLeft(Deferred.succeed(sawDone, undefined))
+            )
           }),
-          Stream.concat(Stream.fromIterableEffect(finish))
+          // no `[DONE]`: finish at the end of the body
+          Stream.concat(Stream.fromIterableEffect(finish)),
+          Stream.interruptWhen(Effect.zipRight(Deferred.await(sawDone), Effect.sleep(drainAfterDone)))
         )
       }).pipe(Stream.unwrapScoped)
 

@@ -489,6 +489,21 @@ describe("OpenAiCompatible against the stand-in", () => {
       assert.strictEqual(standin.requests.length, 1)
     }))
 
+  it.scopedLive("events split across network reads (mid-line, mid-character) are parsed whole", () =>
+    Effect.gen(function*() {
+      const pieces = ["héllo ", "wörld ", "✓ 🎉"]
+      const standin = yield* ModelStandin.start([
+        { events: ModelStandin.textEvents(pieces), pieceBytes: 7 },
+        { events: ModelStandin.toolCallEvents(twoCalls, { quirks: { toolIndexZero: true } }), pieceBytes: 5 }
+      ])
+      const lm = yield* model(standin.url)
+      assert.strictEqual(textOf(yield* streamAll(lm, "hi")), pieces.join(""))
+      assert.deepStrictEqual(callsOf(yield* streamAll(lm, "hi")).map((call) => call.params), [
+        { city: "Oslo" },
+        { city: "Bergen" }
+      ])
+    }))
+
   it.scopedLive("a tool-calling turn finished with \"stop\" (Ollama) is still a tool-calls finish", () =>
     Effect.gen(function*() {
       const standin = yield* ModelStandin.start([ModelStandin.toolCalls(twoCalls, { finishReason: "stop" })])

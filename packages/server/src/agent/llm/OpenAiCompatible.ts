@@ -267,12 +267,28 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
         })
         // After `[DONE]` the body is read to its end (briefly), so the connection can be kept alive.
         const sawDone = yield* Deferred.make<void>()
+        // One synchronous stage from bytes to parts: UTF-8 decoding, @effect/experimental's SSE
+        // parser and the accumulator run in one loop per network chunk (no queue, no fiber hop).
+        let out: Array<Response.StreamPartEncoded> = []
+        let done = false
+        const decoder = new TextDecoder()
+        const parser = Sse.makeParser((event) => {
+          if (event._tag !== "Event" || done) return
+          if (event.data === "[DONE]") done = true
+          else state.feed(event.data, out)
+        })
         // A server that ignores `stream: true` answers one JSON object: fold it as a single event.
         const json = (response.headers["content-type"] ?? "").includes("application/json")
-        const events: Stream.Stream<{ readonly data: string }, HttpClientError.ResponseError> = json
-          ? Stream.fromEffect(Effect.map(response.text, (data) => ({ data })))
-          : response.stream.pipe(Stream.decodeText(), Stream.pipeThroughChannel(Sse.makeChannel()))
-        return events.pipe(
+        const body: Stream.Stream<Uint8Array, HttpClientError.ResponseError> = json
+          ? Stream.fromEffect(response.arrayBuffer).pipe(Stream.map((buffer) => new Uint8Array(buffer)))
+          : response.stream
+        const feed = (bytes: Uint8Array): Sse.SseError | undefined => {
+          const text = decoder.decode(bytes, { stream: true })
+          if (!json) return parser.feed(text)
+          state.feed(text, out)
+          return undefined
+        }
+        return body.pipe(
           Stream.mapError((error) =>
             new AiError.HttpResponseError({
               module,
@@ -283,21 +299,26 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
               description: `The connection to the model server broke mid-stream: ${causeMessage(error.cause)}`
             }, { disableValidation: true })
           ),
-          Stream.mapChunksEffect((events) => {
+          Stream.mapChunksEffect((chunk) => {
             if (finished) return Effect.succeed(Chunk.empty<Response.StreamPartEncoded>())
-            const out: Array<Response.StreamPartEncoded> = []
-            let done = false
-            for (const event of events) {
-              if (event.data === "[DONE]") {
-                done = true
-                break
+            out = []
+            for (const bytes of chunk) {
+              const tooLarge = feed(bytes)
+              if (tooLarge !== undefined) {
+                return Effect.fail(
+                  new AiError.MalformedOutput({
+                    module,
+                    method,
+                    description: `The model server sent an SSE event that is too large: ${tooLarge.message}`
+                  })
+                )
               }
-              state.feed(event.data, out)
             }
             if (state.failure !== undefined) return Effect.fail(streamFailure(method, state.failure))
-            if (!done) return Effect.succeed(Chunk.unsafeFromArray(out))
+            const parts = out
+            if (!done) return Effect.succeed(Chunk.unsafeFromArray(parts))
             return finish.pipe(
-              Effect.map((rest) => Chunk.unsafeFromArray(out.concat(rest))),
+              Effect.map((rest) => Chunk.unsafeFromArray(parts.concat(rest))),
               Effect.zipLeft(Deferred.succeed(sawDone, undefined))
             )
           }),

@@ -25,6 +25,7 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import * as TestServices from "effect/TestServices"
@@ -502,6 +503,23 @@ describe("OpenAiCompatible against the stand-in", () => {
         { city: "Oslo" },
         { city: "Bergen" }
       ])
+    }))
+
+  it.scopedLive("generateObject asks for a json_schema response format, without strict", () =>
+    Effect.gen(function*() {
+      const standin = yield* ModelStandin.start([ModelStandin.text(["{\"city\":", "\"Oslo\",\"days\":3}"])])
+      const Trip = Schema.Struct({ city: Schema.String, days: Schema.Number })
+      const response = yield* (yield* model(standin.url)).generateObject({
+        prompt: "plan",
+        schema: Trip,
+        objectName: "trip"
+      })
+      assert.deepStrictEqual(response.value, { city: "Oslo", days: 3 })
+      const body = standin.requests[0]!.body
+      assert.strictEqual(body.response_format.type, "json_schema")
+      assert.strictEqual(body.response_format.json_schema.name, "trip")
+      assert.deepStrictEqual(body.response_format.json_schema.schema.required, ["city", "days"])
+      assert.notInclude(standin.requests[0]!.text, "strict")
     }))
 
   it.scopedLive("a tool-calling turn finished with \"stop\" (Ollama) is still a tool-calls finish", () =>

@@ -217,14 +217,22 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
       if (messages instanceof Wire.UnsupportedPart) {
         return Effect.fail(new AiError.MalformedInput({ module, method, description: messages.description }))
       }
-      const schema = providerOptions.responseFormat.type === "json"
-        ? JSONSchema.make(providerOptions.responseFormat.schema)
-        : undefined
+      const format = providerOptions.responseFormat
       providerOptions.span.attribute("gen_ai.request.model", options.model)
-      return Effect.succeed(
-        HttpClientRequest.bodyUnsafeJson(
-          baseRequest,
-          Wire.requestBody(options.model, providerOptions, messages, schema)
+      return Effect.try({
+        try: () => format.type === "json" ? JSONSchema.make(format.schema) : undefined,
+        catch: (cause) =>
+          new AiError.MalformedInput({
+            module,
+            method,
+            description: `The schema of the structured output has no JSON Schema form: ${causeMessage(cause)}`
+          })
+      }).pipe(
+        Effect.map((schema) =>
+          HttpClientRequest.bodyUnsafeJson(
+            baseRequest,
+            Wire.requestBody(options.model, providerOptions, messages, schema)
+          )
         )
       )
     }

@@ -23,6 +23,7 @@ import * as FastCheck from "effect/FastCheck"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
@@ -645,6 +646,7 @@ describe("OpenAiCompatible against the stand-in", () => {
           Effect.withSpan("test.call"),
           Effect.withTracer(tracer),
           Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
+          Logger.withMinimumLogLevel(LogLevel.All),
           Effect.exit
         )
         errors.push(failureOf(exit))
@@ -655,6 +657,7 @@ describe("OpenAiCompatible against the stand-in", () => {
         `${span.name} ${inspect(span.attributes)} ${inspect((span as any).events)}`
       )
       assert.isTrue(attributes.some((line) => line.includes("authorization")), "the HTTP spans record headers")
+      assert.isTrue(logs.some((line) => line.includes("may be retried")), "the retries are logged (at debug)")
       assert.isTrue(logs.length >= 2)
       const everything = [
         ...errors.flatMap((

@@ -129,7 +129,14 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
         return failure.retryAfterMillis === undefined
           ? backoff
           : Duration.max(backoff, Duration.millis(failure.retryAfterMillis))
-      })
+      }),
+      Schedule.tapInput((failure: AttemptFailed) =>
+        failure.retryable
+          ? Effect.logDebug("model request failed; it may be retried").pipe(
+            Effect.annotateLogs({ module, error: failure.error("").message })
+          )
+          : Effect.void
+      )
     )
 
     const statusFailure = (method: string, response: HttpClientResponse.HttpClientResponse) =>

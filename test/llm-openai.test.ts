@@ -461,6 +461,23 @@ describe("OpenAiCompatible against the stand-in", () => {
       assert.include(error.message, "Could not reach the model server")
     }))
 
+  it.scopedLive("a reset after the headers but before the first byte of the body is retried", () =>
+    Effect.gen(function*() {
+      const standin = yield* ModelStandin.start([ModelStandin.resetAfterHeaders, ModelStandin.text("ok")])
+      assert.strictEqual(textOf(yield* streamAll(yield* model(standin.url), "hi")), "ok")
+      assert.strictEqual(standin.requests.length, 2)
+
+      const resets = yield* ModelStandin.start([
+        ModelStandin.resetAfterHeaders,
+        ModelStandin.resetAfterHeaders,
+        ModelStandin.resetAfterHeaders
+      ])
+      const error = failureOf(yield* Effect.exit(streamAll(yield* model(resets.url), "hi")))
+      assert.strictEqual(resets.requests.length, 3)
+      assert.instanceOf(error, AiError.HttpResponseError)
+      assert.include(error.message, "gave up after 3 tries")
+    }))
+
   it.scopedLive("a stream cut mid-way is a typed error, not retried (bytes were streamed)", () =>
     Effect.gen(function*() {
       const standin = yield* ModelStandin.start([

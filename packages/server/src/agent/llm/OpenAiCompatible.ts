@@ -194,30 +194,24 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
             }, { disableValidation: true })
       })
 
-    /** Sends the request, retrying per `schedule`, and returns an OK (2xx) response. */
-    const send = (
+    /** Sends the request once and returns an OK (2xx) response. */
+    const sendOnce = (
       method: string,
       request: HttpClientRequest.HttpClientRequest
-    ): Effect.Effect<HttpClientResponse.HttpClientResponse, AiError.AiError, Scope.Scope> =>
-      Effect.suspend(() => {
-        let tries = 0
-        const attempt = Effect.suspend(() => {
-          tries++
-          return client.execute(request)
-        }).pipe(
-          Effect.locallyWith(Headers.currentRedactedNames, Arr.appendAll(redactedNames)),
-          Effect.catchAll((error) => Effect.fail(requestFailure(method, error))),
-          Effect.flatMap((response) =>
-            response.status >= 200 && response.status < 300
-              ? Effect.succeed(response)
-              : statusFailure(method, response)
-          )
+    ): Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptFailed, Scope.Scope> =>
+      client.execute(request).pipe(
+        Effect.locallyWith(Headers.currentRedactedNames, Arr.appendAll(redactedNames)),
+        Effect.catchAll((error) => Effect.fail(requestFailure(method, error))),
+        Effect.flatMap((response) =>
+          response.status >= 200 && response.status < 300
+            ? Effect.succeed(response)
+            : statusFailure(method, response)
         )
-        return attempt.pipe(
-          Effect.retry(schedule),
-          Effect.mapError((failure) => failure.error(tries > 1 ? ` (gave up after ${tries} tries)` : ""))
-        )
-      })
+      )
+
+    /** A failure that is reported as it is, never retried. */
+    const fatal = (error: AiError.AiError) =>
+      new AttemptFailed({ retryable: false, retryAfterMillis: undefined, error: () => error })
 
     const prepare = (method: string, providerOptions: LanguageModel.ProviderOptions) => {
       const messages = Wire.messages(providerOptions.prompt)
@@ -259,12 +253,16 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
             : `The model called ${failure.name} with arguments that are not JSON: ${failure.args}`
         })
 
-    const stream = (method: string, providerOptions: LanguageModel.ProviderOptions) =>
+    /**
+     * One try: send the request and fold its body into parts. A failure before any part was
+     * emitted may be retried (per `schedule`); once parts are out, none is.
+     */
+    const attempt = (method: string, request: HttpClientRequest.HttpClientRequest) =>
       Effect.gen(function*() {
-        const request = yield* prepare(method, providerOptions)
-        const response = yield* send(method, request)
+        const response = yield* sendOnce(method, request)
         const ids = yield* IdGenerator.IdGenerator
         const state = new Wire.StreamAccumulator()
+        let emitted = false
         let finished = false
         const finish = Effect.suspend(() => {
           if (finished) return Effect.succeed<Array<Response.StreamPartEncoded>>([])
@@ -276,7 +274,7 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
               state.finish(out, synthesized)
               return state.failure === undefined
                 ? Effect.succeed(out)
-                : Effect.fail(streamFailure(method, state.failure))
+                : Effect.fail(fatal(streamFailure(method, state.failure)))
             })
           )
         })
@@ -305,14 +303,21 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
         }
         return body.pipe(
           Stream.mapError((error) =>
-            new AiError.HttpResponseError({
-              module,
-              method,
-              reason: "Decode",
-              request: requestDetails,
-              response: { status: response.status, headers: {} },
-              description: `The connection to the model server broke mid-stream: ${causeMessage(error.cause)}`
-            }, { disableValidation: true })
+            new AttemptFailed({
+              retryable: !emitted,
+              retryAfterMillis: undefined,
+              error: (suffix) =>
+                new AiError.HttpResponseError({
+                  module,
+                  method,
+                  reason: "Decode",
+                  request: requestDetails,
+                  response: { status: response.status, headers: {} },
+                  description: `The connection to the model server broke ${
+                    emitted ? "mid-stream" : "before the first byte of its reply"
+                  }: ${causeMessage(error.cause)}${suffix}`
+                }, { disableValidation: true })
+            })
           ),
           Stream.mapChunksEffect((chunk) => {
             if (finished) return Effect.succeed(Chunk.empty<Response.StreamPartEncoded>())
@@ -320,17 +325,18 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
             for (const bytes of chunk) {
               const tooLarge = feed(bytes)
               if (tooLarge !== undefined) {
-                return Effect.fail(
+                return Effect.fail(fatal(
                   new AiError.MalformedOutput({
                     module,
                     method,
                     description: `The model server sent an SSE event that is too large: ${tooLarge.message}`
                   })
-                )
+                ))
               }
             }
-            if (state.failure !== undefined) return Effect.fail(streamFailure(method, state.failure))
+            if (state.failure !== undefined) return Effect.fail(fatal(streamFailure(method, state.failure)))
             const parts = out
+            if (parts.length > 0) emitted = true
             if (!done) return Effect.succeed(Chunk.unsafeFromArray(parts))
             return finish.pipe(
               Effect.map((rest) => Chunk.unsafeFromArray(parts.concat(rest))),
@@ -342,6 +348,18 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
           Stream.interruptWhen(Effect.zipRight(Deferred.await(sawDone), Effect.sleep(drainAfterDone)))
         )
       }).pipe(Stream.unwrapScoped)
+
+    const stream = (method: string, providerOptions: LanguageModel.ProviderOptions) =>
+      Effect.map(prepare(method, providerOptions), (request) => {
+        let tries = 0
+        return Stream.suspend(() => {
+          tries++
+          return attempt(method, request)
+        }).pipe(
+          Stream.retry(schedule),
+          Stream.mapError((failure) => failure.error(tries > 1 ? ` (gave up after ${tries} tries)` : ""))
+        )
+      }).pipe(Stream.unwrap)
 
     return yield* LanguageModel.make({
       streamText: (providerOptions) => stream("streamText", providerOptions),

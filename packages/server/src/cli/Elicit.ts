@@ -8,6 +8,7 @@
 import * as Elicitation from "@skald/mcp/Elicitation"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Predicate from "effect/Predicate"
 import type * as Scope from "effect/Scope"
 import * as Fs from "node:fs"
 import * as Readline from "node:readline"
@@ -15,8 +16,6 @@ import { UsageError } from "./CliError.js"
 import { readStdin } from "./Io.js"
 
 type Answer = Elicitation.Response
-
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** Reads `--elicit`: literal JSON, `@FILE`, or `@-` for stdin. Errors never quote the value. */
 export const readAnswer = (spec: string): Effect.Effect<Answer, UsageError> =>
@@ -33,12 +32,15 @@ export const readAnswer = (spec: string): Effect.Effect<Answer, UsageError> =>
       try: () => JSON.parse(text) as unknown,
       catch: () => new UsageError({ message: "--elicit is not valid JSON (the value is not shown)" })
     })
-    if (!isObject(value) || (value.action !== "accept" && value.action !== "decline" && value.action !== "cancel")) {
+    if (
+      !Predicate.isRecord(value) ||
+      (value.action !== "accept" && value.action !== "decline" && value.action !== "cancel")
+    ) {
       return yield* new UsageError({
         message: "--elicit must be an ElicitResult: {\"action\": \"accept\"|\"decline\"|\"cancel\", \"content\"?: {…}}"
       })
     }
-    if (value.content !== undefined && !isObject(value.content)) {
+    if (value.content !== undefined && !Predicate.isRecord(value.content)) {
       return yield* new UsageError({ message: "--elicit: content must be a JSON object" })
     }
     if (value.action !== "accept") return { action: value.action }

@@ -10,7 +10,7 @@ export * as Cli from "./cli/Cli.js"
 /** Where the host keeps its files (`SKALD_HOME` and the per-folder overrides). */
 export * as Paths from "./host/Paths.js"
 
-/** The host's database, repositories, secret store and HTTP client, from one home. */
+/** The host's database, repositories, secret store, server logs, event recorder and registration, from one home. */
 export * as HostServices from "./host/HostServices.js"
 
 /** The server registry (`mcp_servers`). */
@@ -45,6 +45,9 @@ export * as ServerLogs from "./host/ServerLogs.js"
 
 /** Push events: the `mcp_events` table and the recorder. */
 export * as EventStore from "./host/EventStore.js"
+
+/** The media store: call results to tool results, media saved under `mcp_media/`. */
+export * as MediaStore from "./host/MediaStore.js"
 
 /** The host's HTTP endpoints (media files). */
 export * as HttpEndpoints from "./host/HttpEndpoints.js"

@@ -17,7 +17,7 @@ import * as Settings from "./Settings.js"
 export const secretsLayer = (homeFlag: Option.Option<string>) =>
   SecretStore.Default.pipe(Layer.provideMerge(Paths.layer(homeFlag)))
 
-/** The home's database with its repositories, the secret store, and an HTTP client. */
+/** The home's database with its repositories, the secret store, server logs, events and registration. */
 export const layer = (homeFlag: Option.Option<string>) => HostServices.layer(Paths.layer(homeFlag))
 
 /** Runs a host command in its home. */

@@ -22,6 +22,7 @@ import * as Connector from "../host/Connector.js"
 import { EventRecorder } from "../host/EventStore.js"
 import { ServerDisabled, UnknownServer } from "../host/HostError.js"
 import { McpServerRepo } from "../host/McpServerRepo.js"
+import * as MediaStore from "../host/MediaStore.js"
 import { Paths } from "../host/Paths.js"
 import * as Redactor from "../host/Redactor.js"
 import * as Registration from "../host/Registration.js"
@@ -31,7 +32,6 @@ import * as ServerEnvironment from "../host/ServerEnvironment.js"
 import * as ServerList from "../host/ServerList.js"
 import { sanitize, ServerLogs } from "../host/ServerLogs.js"
 import * as ServerSecrets from "../host/ServerSecrets.js"
-import * as ToolResults from "../host/ToolResults.js"
 import * as CallParse from "./CallParse.js"
 import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
 import * as Elicit from "./Elicit.js"
@@ -281,7 +281,7 @@ export const call = ({ home, json, name, tool, ...given }: CallArgs) =>
         const outcome = yield* client.callTool(tool, parsed.params, callOptions).pipe(Effect.ensuring(done))
         if (parsed.problems.first() !== undefined) return false
         const paths = yield* Paths
-        const result = yield* ToolResults.fromCallResult(outcome.result, paths.mediaDir)
+        const result = yield* MediaStore.fromCallResult(outcome.result, paths.mediaDir)
         yield* stdout(
           json
             ? Output.json(

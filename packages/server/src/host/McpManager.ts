@@ -41,6 +41,7 @@ import {
   UnknownServer
 } from "./HostError.js"
 import { McpServerRepo } from "./McpServerRepo.js"
+import * as MediaStore from "./MediaStore.js"
 import * as Orphans from "./Orphans.js"
 import { Paths } from "./Paths.js"
 import * as Redactor from "./Redactor.js"
@@ -52,7 +53,6 @@ import { ServerLogs } from "./ServerLogs.js"
 import * as ServerSecrets from "./ServerSecrets.js"
 import { StatusRepo } from "./StatusRepo.js"
 import { isoOf, nowIso } from "./Time.js"
-import * as ToolResults from "./ToolResults.js"
 
 /** How the manager behaves; every duration is configurable so tests run in seconds. */
 export interface Options extends Connector.Options {
@@ -84,7 +84,7 @@ export type CallError =
   | InvalidToolName
   | ServerNotConnected
   | McpError.McpError
-  | ToolResults.MediaWriteError
+  | MediaStore.MediaWriteError
 
 /** The manager. */
 export interface Service {
@@ -458,7 +458,7 @@ export const make = (
         const outcome = yield* running.client.callTool(parsed.value.tool, args, callOptions).pipe(
           Effect.mapError((error) => Redactor.redactFields(running.redactor, error))
         )
-        return yield* ToolResults.fromCallResult(outcome.result, paths.mediaDir, options.mediaBaseUrl)
+        return yield* MediaStore.fromCallResult(outcome.result, paths.mediaDir, options.mediaBaseUrl)
       }).pipe(Effect.withSpan("McpManager.call", { attributes: { "mcp.tool": qualifiedName } }))
 
     const afterWrite = (name: string, force: boolean) => reconcileNow(force ? new Set([name]) : new Set())

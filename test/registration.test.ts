@@ -6,7 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
-import { HostError, McpServerRepo, Registration, SecretStore } from "@skald/server"
+import { HostError, McpServerRepo, Registration, SecretNames, SecretStore } from "@skald/server"
 import { Effect, FastCheck as fc, Option, Redacted } from "effect"
 import { makeHome, servicesLayer } from "./host-support.js"
 
@@ -61,7 +61,7 @@ describe("Registration", () => {
         /** A secret as given, from the row: a reference as is; a literal through the store. */
         const given = (value: string, original: string) =>
           Effect.gen(function*() {
-            if (value === original) return assert.isTrue(SecretStore.isReference(original) || original.length === 0)
+            if (value === original) return assert.isTrue(SecretNames.isReference(original) || original.length === 0)
             const name = /^\$\{([A-Za-z0-9_]+)\}$/.exec(value)?.[1]
             assert.isDefined(name, `a moved secret leaves a reference, got ${value}`)
             const value2 = yield* store.get(name!)
@@ -100,7 +100,7 @@ describe("Registration", () => {
     fc.constantFrom("1BAD", "with-dash", "", "ok_NAME")
   ], ([name, key]) =>
     Effect.gen(function*() {
-      const valid = ServerName.isValid(name) && SecretStore.isValidName(key)
+      const valid = ServerName.isValid(name) && SecretNames.isValidName(key)
       const outcome = yield* Effect.either((yield* Registration.Registration).register({
         name,
         transport: { _tag: "stdio", command: "node", args: [], env: {}, secretEnv: { [key]: "literal-value" } }

@@ -8,7 +8,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
-import { McpManager, McpServerRepo, SecretStore } from "@skald/server"
+import { McpManager, McpServerRepo, SecretNames, SecretStore } from "@skald/server"
 import { Context, Effect, Layer, Logger, LogLevel, Redacted } from "effect"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
@@ -129,10 +129,10 @@ describe("moved secrets: one per server and field", () => {
       const home = makeHome()
       const { context, manager } = yield* startManager(home)
       const store = Context.get(context, SecretStore.SecretStore)
-      const moved = SecretStore.secretNameFor("vault", "TOKEN")
+      const moved = SecretNames.secretNameFor("vault", "TOKEN")
       yield* store.set(moved, Redacted.make("moved-value"))
       yield* store.set("USER_NAMED", Redacted.make("the user's"))
-      yield* store.set(SecretStore.secretNameFor("other", "TOKEN"), Redacted.make("another server's"))
+      yield* store.set(SecretNames.secretNameFor("other", "TOKEN"), Redacted.make("another server's"))
       const entry = McpServerEntry.McpServerEntry.make({
         name: ServerName.make("vault"),
         config: ServerConfig.StdioServerConfig.make({
@@ -145,7 +145,7 @@ describe("moved secrets: one per server and field", () => {
       yield* manager.register(entry)
       yield* waitForState(manager, "vault", "failed")
       yield* manager.unregister(entry.name)
-      assert.deepStrictEqual([...(yield* store.list)], [SecretStore.secretNameFor("other", "TOKEN"), "USER_NAMED"])
+      assert.deepStrictEqual([...(yield* store.list)], [SecretNames.secretNameFor("other", "TOKEN"), "USER_NAMED"])
 
       // register replacing an entry: what it moved in and no longer uses goes, the rest stays.
       yield* store.set(moved, Redacted.make("moved-value"))
@@ -158,7 +158,7 @@ describe("moved secrets: one per server and field", () => {
           env: { OTHER: "${USER_NAMED}" }
         })
       }))
-      assert.deepStrictEqual([...(yield* store.list)], [SecretStore.secretNameFor("other", "TOKEN"), "USER_NAMED"])
+      assert.deepStrictEqual([...(yield* store.list)], [SecretNames.secretNameFor("other", "TOKEN"), "USER_NAMED"])
     }))
 
   it.scopedLive(

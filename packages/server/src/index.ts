@@ -19,6 +19,9 @@ export * as McpServerRepo from "./host/McpServerRepo.js"
 /** Runtime statuses and the host heartbeat. */
 export * as StatusRepo from "./host/StatusRepo.js"
 
+/** Secret names and `${NAME}` references: validation, and the names moved secrets get (`MCP_<SERVER>__<FIELD>`). */
+export * as SecretNames from "./host/SecretNames.js"
+
 /** `${NAME}` secrets: the store and their resolution. */
 export * as SecretStore from "./host/SecretStore.js"
 

@@ -26,6 +26,7 @@ import * as MediaStore from "../host/MediaStore.js"
 import { Paths } from "../host/Paths.js"
 import * as Redactor from "../host/Redactor.js"
 import * as Registration from "../host/Registration.js"
+import * as SecretNames from "../host/SecretNames.js"
 import { SecretStore } from "../host/SecretStore.js"
 import * as SecretStoreModule from "../host/SecretStore.js"
 import * as ServerEnvironment from "../host/ServerEnvironment.js"
@@ -55,7 +56,7 @@ const parseName = (name: string) =>
 const parsePair = (option: string, text: string) => {
   const at = text.indexOf("=")
   const key = text.slice(0, at)
-  return at <= 0 || !SecretStoreModule.isValidName(key)
+  return at <= 0 || !SecretNames.isValidName(key)
     ? Effect.fail(
       new UsageError({
         message: `--${option} takes KEY=VALUE with a variable name as KEY, got ${JSON.stringify(text.split("=")[0])}`

@@ -9,7 +9,7 @@
  * References `${VAR}` and `${env:VAR}` become our `${VAR}`; editor variables (`${workspaceFolder}`,
  * `${userHome}`, …) and Claude Code's `${VAR:-default}` are resolved as `mapReferences` says. A literal value of an env key that
  * looks secret (token, key, secret, password) and a literal bearer token are moved into the
- * secret store under the name `SecretStore.secretNameFor(server, KEY | "API_KEY")` gives
+ * secret store under the name `SecretNames.secretNameFor(server, KEY | "API_KEY")` gives
  * (`MCP_<SERVER>__<KEY>`, the rule `skald mcp add` uses); the entry keeps the reference. What cannot
  * be expressed is skipped with the reason: VS Code `${input:…}` prompts, `${cwd}`, `envFile`, headers other
  * than `Authorization: Bearer`, a url carrying credentials (`user:pass@`, `?api_key=…`), invalid
@@ -21,7 +21,8 @@ import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
 import * as Either from "effect/Either"
 import * as Predicate from "effect/Predicate"
 import * as Path from "node:path"
-import { API_KEY_FIELD, credentialsInUrl, isReference, isValidName, secretNameFor } from "./SecretStore.js"
+import { API_KEY_FIELD, isReference, isValidName, secretNameFor } from "./SecretNames.js"
+import { credentialsInUrl } from "./SecretStore.js"
 
 /** A secret to move into the store. */
 export interface SecretToStore {

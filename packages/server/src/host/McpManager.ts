@@ -45,6 +45,7 @@ import * as MediaStore from "./MediaStore.js"
 import * as Orphans from "./Orphans.js"
 import { Paths } from "./Paths.js"
 import * as Redactor from "./Redactor.js"
+import * as SecretNames from "./SecretNames.js"
 import * as SecretStoreModule from "./SecretStore.js"
 import { SecretStore } from "./SecretStore.js"
 import * as ServerEnvironment from "./ServerEnvironment.js"
@@ -157,7 +158,7 @@ export const validate = (entry: McpServerEntry.McpServerEntry): Effect.Effect<vo
     return Effect.fail(new InvalidServerEntry({ reason: "the command is empty" }))
   }
   for (const key of config._tag === "stdio" ? Object.keys(config.env) : []) {
-    if (!SecretStoreModule.isValidName(key)) {
+    if (!SecretNames.isValidName(key)) {
       return Effect.fail(new InvalidServerEntry({ reason: `invalid environment variable name ${JSON.stringify(key)}` }))
     }
   }
@@ -167,10 +168,10 @@ export const validate = (entry: McpServerEntry.McpServerEntry): Effect.Effect<vo
 /** The `${NAME}` references of a config. */
 const referencesOf = (config: McpServerEntry.McpServerEntry["config"]): ReadonlyArray<string> =>
   config._tag === "stdio"
-    ? Object.values(config.env).flatMap(SecretStoreModule.references)
+    ? Object.values(config.env).flatMap(SecretNames.references)
     : config.apiKey === undefined
     ? []
-    : SecretStoreModule.references(config.apiKey)
+    : SecretNames.references(config.apiKey)
 
 const describe = (error: unknown): string =>
   typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)

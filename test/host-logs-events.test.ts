@@ -7,28 +7,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import { ServerName } from "@skald/domain"
 import { EventStore, SecretStore, ServerLogs } from "@skald/server"
-import { Context, Duration, Effect, Redacted, Schedule } from "effect"
+import { Context, Effect, Redacted } from "effect"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { commandEntry, fixtureEntry, makeHome, startManager, waitForState } from "./host-support.js"
-import { eventually } from "./support.js"
+import { eventually, eventuallyEffect } from "./support.js"
 
 const linePattern = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z \[[a-z]+\] {1,4} ?\S?/
-
-/** Retries `effect` until `done` holds (a bound against a hang, not a timing assertion). */
-const pollUntil = <A, E>(
-  effect: Effect.Effect<A, E>,
-  done: (a: A) => boolean,
-  within: Duration.DurationInput = "30 seconds"
-) =>
-  effect.pipe(
-    Effect.orDie,
-    Effect.filterOrFail(done, () => "not yet"),
-    Effect.retry(Schedule.spaced("100 millis")),
-    Effect.timeoutFail({ duration: within, onTimeout: () => new Error("gave up waiting") }),
-    Effect.orDie
-  )
 
 const readLines = (file: string): Array<string> =>
   Fs.existsSync(file) ? Fs.readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0) : []
@@ -178,7 +164,12 @@ describe("push events", () => {
           ),
           "sent 10000"
         )
-        const events = yield* pollUntil(repo.list(), (all) => all.length >= 10_000, "60 seconds")
+        const events = yield* eventuallyEffect(
+          repo.list(),
+          (all) => all.length >= 10_000,
+          "10 000 events stored",
+          "60 seconds"
+        )
         assert.strictEqual(events.length, 10_000)
         events.forEach((e, i) => {
           assert.strictEqual(e.server, "pusher")
@@ -213,7 +204,7 @@ describe("push events", () => {
         commandEntry("eager", process.execPath, [Path.join(import.meta.dirname, "fixtures/eager-events.mjs")])
       )
       yield* waitForState(manager, "eager", "connected")
-      const events = yield* pollUntil(repo.list(), (all) => all.length >= 50)
+      const events = yield* eventuallyEffect(repo.list(), (all) => all.length >= 50, "50 events stored", "30 seconds")
       assert.deepStrictEqual(events.map((e) => (e.params as { n: number }).n), Array.from({ length: 50 }, (_, i) => i))
     }))
 })

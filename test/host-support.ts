@@ -4,12 +4,13 @@
  */
 import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
 import { HostServices, McpManager, Paths } from "@skald/server"
-import { Context, Effect, Layer, Schedule } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { Duration, Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { fixture, repoRoot } from "./fixtures/fixtures.js"
+import { eventuallyEffect } from "./support.js"
 
 /** A fresh, empty Skald home. */
 export const makeHome = (): string => Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-home-"))
@@ -73,16 +74,11 @@ export const waitForState = (
   state: McpServerEntry.ServerState | "absent",
   within: Duration.DurationInput = "30 seconds"
 ): Effect.Effect<McpServerEntry.ServerSummary | undefined> =>
-  manager.list.pipe(
-    Effect.orDie,
-    Effect.map((all) => all.find((s) => s.name === name)),
-    Effect.filterOrFail((found) => state === "absent" ? found === undefined : found?.state === state),
-    Effect.retry(Schedule.spaced("50 millis")),
-    Effect.timeoutFail({
-      duration: within,
-      onTimeout: () => new Error(`gave up waiting for ${name} to be ${state}`)
-    }),
-    Effect.orDie
+  eventuallyEffect(
+    Effect.map(manager.list, (all) => all.find((s) => s.name === name)),
+    (found) => state === "absent" ? found === undefined : found?.state === state,
+    `${name} to be ${state}`,
+    within
   )
 
 /** Every file under `dir` (recursively), except those under `exclude`. */

@@ -8,13 +8,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { ServerName } from "@skald/domain"
-import { Effect, Schedule } from "effect"
+import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { runSkald } from "./cli-support.js"
 import { fixture, fixturePath } from "./fixtures/fixtures.js"
 import { commandEntry, fixtureEntry, makeHome, startManager, waitForState } from "./host-support.js"
+import { eventuallyEffect } from "./support.js"
 
 /** The command line of a host fixture that fails its first `failures` starts (counted in `counter`). */
 const flaky = (counter: string, failures: number): ReadonlyArray<string> => {
@@ -102,11 +103,11 @@ describe("retries", () => {
         // A restart of a connected server replaces its process.
         const before = (yield* manager.list).find((s) => s.name === "restart")!.pid
         yield* skald(home, ["mcp", "restart", "restart"])
-        const after = yield* manager.list.pipe(
-          Effect.map((all) => all.find((s) => s.name === "restart")),
-          Effect.filterOrFail((s) => s?.state === "connected" && s.pid !== before),
-          Effect.retry(Schedule.spaced("50 millis").pipe(Schedule.upTo("30 seconds"))),
-          Effect.orDie
+        const after = yield* eventuallyEffect(
+          Effect.map(manager.list, (all) => all.find((s) => s.name === "restart")),
+          (s) => s?.state === "connected" && s.pid !== before,
+          "restart to run in a new process",
+          "30 seconds"
         )
         assert.notStrictEqual(after?.pid, before)
 

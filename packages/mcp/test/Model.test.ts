@@ -21,6 +21,7 @@ import { afterAll, assert, describe, it } from "@effect/vitest"
 import type { McpCallResult, McpError } from "@skald/domain"
 import { Elicitation, JsonRpc, McpClient, McpLog } from "@skald/mcp"
 import { Cause, Chunk, Deferred, Effect, Exit, FastCheck as fc, Fiber, FiberId, Option, Scope, TestClock } from "effect"
+import { makeLogCapture } from "./utils/LogCapture.js"
 import * as Memory from "./utils/MemoryTransport.js"
 
 // --- the setting --------------------------------------------------------------------------------
@@ -680,7 +681,7 @@ const runSequence = (input: Run) =>
       throw new Error(`${what}\n--- trace (${setting}):\n${trace.join("\n")}`)
     }
     const model = new Model(input.cancel)
-    const log = Memory.recordingSink()
+    const log = makeLogCapture()
 
     // The app's elicitation handler: waits for the test to answer (keyed by the request's message).
     const asks = new Map<string, Deferred.Deferred<Elicitation.Response>>()
@@ -807,7 +808,7 @@ const runSequence = (input: Run) =>
           )
         }
         // Answers to requests nobody waits for any more are dropped with a warning, and only those.
-        const lines = log.lines()
+        const lines = [...log.lines]
         const dropped = lines.slice(logSeen).flatMap((l) => {
           const m = /^dropped a response to unknown request id (.*)$/.exec(l.text)
           return m === null ? [] : [m[1]!]
@@ -1154,7 +1155,7 @@ const runSequence = (input: Run) =>
         bump(`elicitation ${e.expired ? "expired" : e.closedAt === undefined ? "closed" : "answered"}`)
       }
       if (crashed) bump("crashed")
-      for (const l of log.lines()) bump(`log ${l.tag} ${l.text.replace(/[0-9]+/g, "N").slice(0, 50)}`)
+      for (const l of log.lines) bump(`log ${l.tag} ${l.text.replace(/[0-9]+/g, "N").slice(0, 50)}`)
     }
   })
 const stats = new Map<string, number>()
@@ -1307,7 +1308,7 @@ describe("McpClient model", () => {
   )
 
   const connectForTasks = Effect.gen(function*() {
-    const log = Memory.recordingSink()
+    const log = makeLogCapture()
     const { client, peer } = yield* Memory.connect({
       peer: { capabilities: capabilities(true) },
       client: clientOptions
@@ -1363,7 +1364,7 @@ describe("McpClient model", () => {
       assert.deepStrictEqual(
         cancels.map((m) => paramsOf(m as JsonRpc.Request).taskId),
         ["late"],
-        `log: ${JSON.stringify(log.lines().map((l) => l.text))}`
+        `log: ${JSON.stringify(log.lines.map((l) => l.text))}`
       )
     })))
 })

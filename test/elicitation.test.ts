@@ -740,8 +740,7 @@ describe("secrets", () => {
         const record = Path.join(dir, "record.jsonl")
 
         // Everything the client produces is kept here.
-        const mcpLines: Array<McpLog.McpLogLine> = []
-        const sink: McpLog.Sink = { emit: (line) => Effect.sync(() => void mcpLines.push(line)) }
+        const { lines: mcpLines, sink } = makeLogCapture()
         const effectLogs: Array<string> = []
         const logger = Logger.make(({ annotations, cause, logLevel, message }) => {
           effectLogs.push(JSON.stringify({

@@ -3,18 +3,18 @@
  * a hand-written server with top-level CreateTaskResults (`raw-tasks`), and server-everything.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { McpClient, McpLog, StdioTransport } from "@skald/mcp"
+import { McpClient, StdioTransport } from "@skald/mcp"
 import { Effect, Exit, Fiber, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { everything, fixture } from "./fixtures/fixtures.js"
-import { eventually, readRecords } from "./support.js"
+import { eventually, makeLogCapture, readRecords } from "./support.js"
 
 const recordFile = () => Path.join(Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-tasks-")), "record.jsonl")
 
 const connect = (name: string, record: string, args: ReadonlyArray<string> = [], options: McpClient.Options = {}) => {
-  const lines: Array<McpLog.McpLogLine> = []
+  const logs = makeLogCapture()
   return StdioTransport.client(
     {
       server: name,
@@ -24,8 +24,8 @@ const connect = (name: string, record: string, args: ReadonlyArray<string> = [],
     },
     options
   ).pipe(
-    Effect.provideService(McpLog.McpLogSink, { emit: (line) => Effect.sync(() => void lines.push(line)) }),
-    Effect.map((client) => ({ client, lines }))
+    logs.provide,
+    Effect.map((client) => ({ client, lines: logs.lines }))
   )
 }
 

@@ -84,7 +84,7 @@ const connected = (name: string) => (l: Array<Summary> | string) =>
   typeof l !== "string" && l.some((s) => s.name === name && s.state === "connected")
 
 /** The endpoint over the paths of `home`, with `limits`; gives its URL. */
-const endpoint = (paths: Paths.Service, limits: Partial<HttpEndpoints.ListenOptions> = {}, logs?: Array<string>) =>
+const endpoint = (paths: Paths.Paths, limits: Partial<HttpEndpoints.ListenOptions> = {}, logs?: Array<string>) =>
   Effect.gen(function*() {
     const listening = yield* Deferred.make<string>()
     const logger = logs === undefined
@@ -518,7 +518,7 @@ describe("skald serve", () => {
       // The composition of `skald serve`: the endpoint listens, then the manager gets its URL.
       const base = yield* endpoint(paths)
       const context = yield* Layer.build(
-        Layer.provideMerge(McpManager.layer({ ...fastOptions, mediaBaseUrl: base }), servicesLayer(home))
+        Layer.provideMerge(McpManager.McpManager.Default({ ...fastOptions, mediaBaseUrl: base }), servicesLayer(home))
       )
       const manager = Context.get(context, McpManager.McpManager)
       const demo = Path.join(repoRoot, "scripts", "demo-server.ts")

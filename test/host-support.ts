@@ -29,13 +29,14 @@ export const fastOptions: McpManager.Options = {
 }
 
 /** The host services over a home. */
-export const servicesLayer = (home: string) => HostServices.layer(Layer.succeed(Paths.Paths, Paths.make({ home })))
+export const servicesLayer = (home: string) => HostServices.layer(Paths.Paths.Test(home))
 
 /** A manager over `home`, living as long as the scope, with the host services it stands on. */
 export const startManager = (home: string, options: Partial<McpManager.Options> = {}) =>
-  Layer.build(Layer.provideMerge(McpManager.layer({ ...fastOptions, ...options }), servicesLayer(home))).pipe(
-    Effect.map((context) => ({ manager: Context.get(context, McpManager.McpManager), context }))
-  )
+  Layer.build(Layer.provideMerge(McpManager.McpManager.Default({ ...fastOptions, ...options }), servicesLayer(home)))
+    .pipe(
+      Effect.map((context) => ({ manager: Context.get(context, McpManager.McpManager), context }))
+    )
 
 /** A stdio entry for a fixture (`node [--import tsx] <file>`), with extra env templates. */
 export const fixtureEntry = (

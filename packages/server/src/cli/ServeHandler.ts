@@ -64,7 +64,7 @@ export const serve = ({ home, verbose }: ServeArgs) =>
       )
     )
     const manager = Layer.unwrapEffect(
-      Effect.map(Deferred.await(listening), (url) => McpManager.layer({ ...options, mediaBaseUrl: url }))
+      Effect.map(Deferred.await(listening), (url) => McpManager.McpManager.Default({ ...options, mediaBaseUrl: url }))
     ).pipe(Layer.provide(firstRun), Layer.provide(http))
     yield* Effect.gen(function*() {
       const paths = yield* Paths

@@ -19,12 +19,10 @@ import type { McpError, McpServerEntry, McpTool, ServerName, ToolResult } from "
 import { ToolName } from "@skald/domain"
 import type { McpClient } from "@skald/mcp"
 import * as Clock from "effect/Clock"
-import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FiberMap from "effect/FiberMap"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
@@ -120,8 +118,10 @@ export interface Service {
   readonly pids: Effect.Effect<ReadonlyMap<string, number>>
 }
 
-/** The manager. */
-export class McpManager extends Context.Tag("@skald/server/McpManager")<McpManager, Service>() {}
+/** The manager, a scoped service: `McpManager.Default(options)`; closing its scope stops every server. */
+export class McpManager extends Effect.Service<McpManager>()("@skald/server/McpManager", {
+  scoped: (options: Options) => make(options)
+}) {}
 
 interface Running {
   readonly entry: McpServerEntry.McpServerEntry
@@ -177,7 +177,7 @@ const describe = (error: unknown): string =>
   typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
 
 /** Builds the manager in the current scope; closing the scope stops every server. */
-export const make = (
+const make = (
   options: Options
 ): Effect.Effect<
   Service,
@@ -515,12 +515,3 @@ export const make = (
   })
 
 type Scope = import("effect/Scope").Scope
-
-/** The manager as a scoped layer. */
-export const layer = (
-  options: Options
-): Layer.Layer<
-  McpManager,
-  HostAlreadyRunning | SqlError | CorruptRow,
-  McpServerRepo | StatusRepo | SecretStore | Paths | ServerLogs | EventRecorder
-> => Layer.scoped(McpManager, make(options))

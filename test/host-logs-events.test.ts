@@ -11,7 +11,7 @@ import { Context, Effect, Redacted } from "effect"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { commandEntry, fixtureEntry, makeHome, startManager, waitForState } from "./host-support.js"
+import { commandEntry, fixtureEntry, startManager, tempHome, waitForState } from "./host-support.js"
 import { eventually, eventuallyEffect } from "./support.js"
 
 const linePattern = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z \[[a-z]+\] {1,4} ?\S?/
@@ -39,7 +39,7 @@ describe("per-server logs", () => {
 
   it.scopedLive("stderr, log records and lifecycle events land in logs/mcp/<name>.log with their tags", () =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const { manager } = yield* startManager(home)
       yield* manager.register(fixtureEntry("chatty", "host"))
       yield* manager.register(commandEntry("broken", "/nonexistent/skald-broken", []))
@@ -74,7 +74,7 @@ describe("per-server logs", () => {
 
   it.scopedLive("a start timeout is a lifecycle line", () =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const { manager } = yield* startManager(home, { startTimeout: "1 second" })
       yield* manager.register(commandEntry("mute", process.execPath, ["-e", "setInterval(() => {}, 1000)"]))
       yield* waitForState(manager, "mute", "failed")
@@ -89,7 +89,7 @@ describe("per-server logs", () => {
     "100,000 stderr lines: calls keep being answered, every line is kept, the file rotates at 5 MB with one backup",
     () =>
       Effect.gen(function*() {
-        const home = makeHome()
+        const home = yield* tempHome
         const { manager } = yield* startManager(home)
         yield* manager.register(fixtureEntry("loud", "host"))
         yield* waitForState(manager, "loud", "connected")
@@ -125,7 +125,7 @@ describe("per-server logs", () => {
 
   it.scopedLive("a server that prints its secret has it redacted from its log file and statuses", () =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const secret = `leaky-${Crypto.randomUUID()}`
       const { context, manager } = yield* startManager(home)
       yield* Context.get(context, SecretStore.SecretStore).set("LEAKY_TOKEN", Redacted.make(secret))
@@ -151,7 +151,7 @@ describe("push events", () => {
     "a burst of 10,000 events lands as 10,000 rows, in order; protocol notifications are not events",
     () =>
       Effect.gen(function*() {
-        const home = makeHome()
+        const home = yield* tempHome
         const { context, manager } = yield* startManager(home)
         const repo = Context.get(context, EventStore.EventRepo)
         yield* manager.register(fixtureEntry("pusher", "host"))
@@ -196,7 +196,7 @@ describe("push events", () => {
 
   it.scopedLive("events sent right after initialize are not lost (the sink is in place before the first message)", () =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const { context, manager } = yield* startManager(home)
       const repo = Context.get(context, EventStore.EventRepo)
       // The raw fixture pushes events as soon as it is initialized, before anyone could subscribe.

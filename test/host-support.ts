@@ -10,9 +10,12 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { fixture, repoRoot } from "./fixtures/fixtures.js"
-import { eventuallyEffect } from "./support.js"
+import { eventuallyEffect, tempDir } from "./support.js"
 
-/** A fresh, empty Skald home. */
+/** A fresh, empty Skald home, removed with the current scope. */
+export const tempHome: Effect.Effect<string, never, Scope.Scope> = tempDir("home")
+
+/** A fresh, empty Skald home for plain (non-Effect) tests: the folder is left to the OS. */
 export const makeHome = (): string => Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-home-"))
 
 /** Manager options for tests: short timeouts, fast watching and restarts. */
@@ -30,6 +33,9 @@ export const fastOptions: McpManager.Options = {
 
 /** The host services over a home. */
 export const servicesLayer = (home: string) => HostServices.layer(Paths.Paths.Test(home))
+
+/** The host services over a fresh home that is removed when the layer is released. */
+export const tempServicesLayer = Layer.unwrapScoped(Effect.map(tempHome, servicesLayer))
 
 /** A manager over `home`, living as long as the scope, with the host services it stands on. */
 export const startManager = (home: string, options: Partial<McpManager.Options> = {}) =>

@@ -11,7 +11,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { runSkald, startServe, stopProcess } from "./cli-support.js"
 import { fixture, fixturePath } from "./fixtures/fixtures.js"
-import { makeHome } from "./host-support.js"
+import { tempHome } from "./host-support.js"
 import { connect, eventually, eventuallyEffect, isAlive, makeLogCapture, processesMatching } from "./support.js"
 import type { TransportTuning } from "./support.js"
 
@@ -129,7 +129,7 @@ describe("a host that was killed", () => {
     "leaves wrapped servers (npx-style, shebang scripts, an exited leader) and a starting one that the next host stops",
     () =>
       Effect.gen(function*() {
-        const home = makeHome()
+        const home = yield* tempHome
         const host = fixture("host")
         const wrapper = fixturePath("wrapper")
         const script = Path.join(home, "server.sh")

@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
 import { HostError, McpServerRepo, Registration, SecretNames, SecretStore } from "@skald/server"
 import { Effect, FastCheck as fc, Option, Redacted } from "effect"
-import { makeHome, servicesLayer } from "./host-support.js"
+import { tempServicesLayer } from "./host-support.js"
 
 const serverName = fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9-]{0,20}$/).filter(ServerName.isValid)
 const varName = fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,10}$/)
@@ -91,7 +91,7 @@ describe("Registration", () => {
         assert.instanceOf(again, HostError.ServerAlreadyRegistered)
         const replaced = yield* registration.register({ ...req, replace: true })
         assert.isTrue(replaced.replaced)
-      }).pipe(Effect.provide(servicesLayer(makeHome()))),
+      }).pipe(Effect.provide(tempServicesLayer)),
     { fastCheck: { numRuns: 30 } }
   )
 
@@ -111,7 +111,7 @@ describe("Registration", () => {
         assert.deepStrictEqual(yield* (yield* SecretStore.SecretStore).list, [])
         assert.deepStrictEqual(yield* (yield* McpServerRepo.McpServerRepo).list, [])
       }
-    }).pipe(Effect.provide(servicesLayer(makeHome()))), { fastCheck: { numRuns: 20 } })
+    }).pipe(Effect.provide(tempServicesLayer)), { fastCheck: { numRuns: 20 } })
 
   it.prop(
     "describe never shows a literal api key",

@@ -2,6 +2,8 @@
  * Helpers shared by the integration tests: connecting a client to a fixture, capturing log lines,
  * reading a fixture's record file, and looking at processes in /proc.
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as FileSystem from "@effect/platform/FileSystem"
 import { assert } from "@effect/vitest"
 import type { McpCallResult, McpError } from "@skald/domain"
 import { McpClient, StdioTransport } from "@skald/mcp"
@@ -41,7 +43,21 @@ export const connect = (
 /** The log capture (one definition, shared with the engine's tests). */
 export { makeLogCapture } from "../packages/mcp/test/utils/LogCapture.js"
 
-/** A fresh temporary file path (the file itself is not created). */
+/**
+ * A fresh temporary folder, removed with the current scope (`FileSystem.makeTempDirectoryScoped`:
+ * acquired before what the test starts in it, so removed after that is stopped).
+ */
+export const tempDir = (prefix: string): Effect.Effect<string, never, Scope.Scope> =>
+  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped({ prefix: `skald-${prefix}-` })).pipe(
+    Effect.provide(NodeFileSystem.layer),
+    Effect.orDie
+  )
+
+/** A fresh file path (the file itself is not created) in a temporary folder removed with the current scope. */
+export const tempRecordFile = (prefix: string): Effect.Effect<string, never, Scope.Scope> =>
+  Effect.map(tempDir(prefix), (dir) => path.join(dir, "record.jsonl"))
+
+/** A fresh temporary file path, for plain (non-Effect) tests: the folder is left to the OS. */
 export const tempFile = (prefix: string): string =>
   path.join(fs.mkdtempSync(path.join(os.tmpdir(), `skald-${prefix}-`)), "record.jsonl")
 

@@ -195,9 +195,18 @@ describe("skald start-up", () => {
     for (const pattern of [/better-sqlite3/, /@effect\/sql/, /server\/dist\/host\//, /NodeHttpServer/, /ssh2/]) {
       assert.deepStrictEqual(client.filter((i) => pattern.test(i)), [], `skald tools loads ${pattern}`)
     }
-    // The host commands do open the database.
+    // The host commands do open the database, but not the serve process's graph.
     const host = staticClosure(outputFor(/packages\/server\/dist\/cli\/McpHandlers\.js$/))
     assert.isTrue(host.some((i) => i === "external:better-sqlite3" || /sql-sqlite-node/.test(i)))
+    for (const pattern of [/server\/dist\/ServeLayer\.js$/, /NodeHttpServer/]) {
+      assert.deepStrictEqual(host.filter((i) => pattern.test(i)), [], `skald mcp loads ${pattern}`)
+    }
+    // `skald serve` loads its composition root (ServeLayer.ts), which brings the manager and the HTTP server.
+    const serve = staticClosure(outputFor(/packages\/server\/dist\/cli\/ServeHandler\.js$/))
+    for (const pattern of [/server\/dist\/ServeLayer\.js$/, /NodeHttpServer/, /server\/dist\/host\/McpManager\.js$/]) {
+      assert.isTrue(serve.some((i) => pattern.test(i)), `skald serve loads ${pattern}`)
+    }
+    assert.deepStrictEqual(tree.filter((i) => /ServeLayer/.test(i)), [])
   })
 
   /** Runs `skald call TOOL --OPTION @- -- everything`, writing `input` on its stdin 1.5 s after start. */

@@ -220,6 +220,21 @@ describe("skald CLI over stdio", () => {
     assert.match(r.stderr, /asks: Please provide inputs/)
   })
 
+  it("--args @FILE reads the arguments from a file; an unreadable @FILE is a usage error naming it", async () => {
+    const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-args-"))
+    const file = Path.join(dir, "args.json")
+    Fs.writeFileSync(file, JSON.stringify({ message: "from a file" }))
+    const ok = await run(["call", "echo", "--args", `@${file}`, "--", ...everything])
+    assert.strictEqual(ok.status, 0, ok.stderr)
+    assert.include(ok.stdout, "from a file")
+    const missing = Path.join(dir, "missing.json")
+    for (const option of ["args", "elicit"]) {
+      const r = await run(["call", "echo", `--${option}`, `@${missing}`, "--", ...everything])
+      assert.strictEqual(r.status, 2, r.stderr)
+      assert.strictEqual(r.stderr.split("\n")[0], `skald: --${option}: cannot read the file ${missing}`)
+    }
+  })
+
   it("--elicit @FILE and @- read the answer from a file and from stdin", async () => {
     const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-elicit-"))
     const file = Path.join(dir, "answer.json")

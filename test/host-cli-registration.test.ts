@@ -161,6 +161,54 @@ describe("skald mcp add, show and list", () => {
   )
 })
 
+describe("skald mcp add's K=V options and server names", () => {
+  it("malformed --env / --secret-env and invalid names are usage errors (exit 2) saying what to give", async () => {
+    const home = makeHome()
+    const refused = async (args: ReadonlyArray<string>, says: string) => {
+      const r = await run(home, args)
+      assert.strictEqual(r.status, 2, `${args.join(" ")}: ${r.stderr}`)
+      assert.include(r.stderr.split("\n")[0], says, args.join(" "))
+      return r
+    }
+    const add = (...options: ReadonlyArray<string>) => ["mcp", "add", "kv", ...options, "--", "node", "kv.js"]
+    for (const [option, value] of [["env", "NOEQUALS"], ["env", "=v"], ["env", "1BAD=v"], ["secret-env", "=s3cr3t"]]) {
+      await refused(
+        add(`--${option}`, value!),
+        `--${option} takes KEY=VALUE with a variable name as KEY, got ${JSON.stringify(value!.split("=")[0])}`
+      )
+    }
+    await refused(
+      add("--env", "EMPTY="),
+      "--env takes KEY=VALUE with a non-empty VALUE, got an empty value for \"EMPTY\""
+    )
+    await refused(["mcp", "add", "kv", "--env"], "--env takes KEY=VALUE, got nothing")
+    // The secret value of a malformed --secret-env is never echoed.
+    for (const value of ["BAD-KEY=hunter2", "hunter2"]) {
+      const secret = await refused(
+        add("--secret-env", value),
+        "--secret-env takes KEY=VALUE with a variable name as KEY"
+      )
+      assert.notInclude(secret.stderr, "hunter2")
+    }
+    for (const name of ["bad__name", "_x", "x_", "a b", "x".repeat(65)]) {
+      for (const args of [["mcp", "add", name, "--", "node", "x.js"], ["mcp", "show", name], ["mcp", "rm", name]]) {
+        await refused(args, `invalid server name ${JSON.stringify(name)}: use 1-64 letters, digits, '-' and '_'`)
+      }
+    }
+    // Nothing was registered; several pairs in one go, and values with '=' in them, are fine.
+    assert.strictEqual((await run(home, ["mcp", "list", "--json"])).stdout.trim(), "[]")
+    // Repeats may be interleaved with other options (@effect/cli's keyValueMap alone refuses that).
+    ok(
+      await run(home, add("--env", "A=1", "--secret-env", "C=s", "--description", "d", "--env", "B=x=y", "D=4")),
+      "add"
+    )
+    const shown = JSON.parse(ok(await run(home, ["mcp", "show", "kv", "--json"]), "show").stdout) as Shown
+    assert.deepStrictEqual(Object.keys(shown.env ?? {}).sort(), ["A", "B", "C", "D"])
+    assert.strictEqual(shown.env?.["B"], "x=y")
+    assert.strictEqual(shown.description, "d")
+  }, 120_000)
+})
+
 describe("skald mcp call", () => {
   it("takes --timeout, --elicit and --args @-; refuses a disabled server with the enable hint", async () => {
     const home = makeHome()
@@ -242,6 +290,25 @@ describe("logs that say who", () => {
 })
 
 describe("skald mcp import", () => {
+  it("a file that is not JSON, or not an MCP config, exits 2 saying so and imports nothing", async () => {
+    const home = makeHome()
+    const dir = Fs.mkdtempSync(Path.join(home, "files-"))
+    const notJson = Path.join(dir, "broken.json")
+    Fs.writeFileSync(notJson, "{ not json")
+    const r = await run(home, ["mcp", "import", notJson])
+    assert.strictEqual(r.status, 2, r.stderr)
+    assert.match(
+      r.stderr.split("\n")[0]!,
+      new RegExp(`^skald: ${notJson.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is not valid JSON: `)
+    )
+    const other = Path.join(dir, "other.json")
+    Fs.writeFileSync(other, JSON.stringify({ something: {} }))
+    const o = await run(home, ["mcp", "import", other])
+    assert.strictEqual(o.status, 2, o.stderr)
+    assert.include(o.stderr.split("\n")[0], `${other}: no \`mcpServers\``)
+    assert.strictEqual((await run(home, ["mcp", "list", "--json"])).stdout.trim(), "[]")
+  })
+
   it(
     "resolves ${workspaceFolder}, ${userHome}, ${env:X} and ${VAR:-default}; skips what it cannot, saying why",
     async () => {

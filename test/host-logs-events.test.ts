@@ -7,11 +7,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { ServerName } from "@skald/domain"
 import { EventRepo, SecretStore, ServerLogs } from "@skald/server"
-import { Context, Duration, Effect, Redacted, Schedule } from "effect"
+import { Chunk, Context, Duration, Effect, Fiber, Layer, Option, Queue, Redacted, Schedule, Stream } from "effect"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { commandEntry, fixtureEntry, makeHome, startManager, waitForState } from "./host-support.js"
+import { commandEntry, fixtureEntry, makeHome, servicesLayer, startManager, waitForState } from "./host-support.js"
 import { eventually } from "./support.js"
 
 const linePattern = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z \[[a-z]+\] {1,4} ?\S?/
@@ -34,6 +34,70 @@ const readLines = (file: string): Array<string> =>
   Fs.existsSync(file) ? Fs.readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0) : []
 
 describe("per-server logs", () => {
+  /** The log service of a fresh home, and that home's file for `server`. */
+  const logsOf = (server: string) =>
+    Effect.gen(function*() {
+      const home = makeHome()
+      const context = yield* Layer.build(servicesLayer(home))
+      const logs = Context.get(context, ServerLogs.ServerLogs)
+      const file = Path.join(home, "logs", "mcp", `${server}.log`)
+      Fs.mkdirSync(Path.dirname(file), { recursive: true })
+      return { logs, file }
+    })
+  const text = (bytes: Chunk.Chunk<Uint8Array>) => Chunk.toArray(bytes).map((b) => Buffer.from(b).toString()).join("")
+
+  it.scoped("read gives the whole file, or none when there is no log", () =>
+    Effect.gen(function*() {
+      const { file, logs } = yield* logsOf("reader")
+      assert.isTrue(Option.isNone(yield* logs.read("reader")))
+      Fs.writeFileSync(file, "one\ntwo\n")
+      const got = yield* logs.read("reader")
+      assert.strictEqual(Option.map(got, (b) => Buffer.from(b).toString()).pipe(Option.getOrUndefined), "one\ntwo\n")
+    }))
+
+  it.scopedLive("follow is tail -f: appended bytes as they come, a late file, truncation and rotation start over", () =>
+    Effect.gen(function*() {
+      const { file, logs } = yield* logsOf("tailed")
+      const seen = yield* Queue.unbounded<string>()
+      // Polled often, so the test runs fast; each step waits for what it expects (bounded against a hang).
+      const fiber = yield* logs.follow("tailed", { every: "10 millis" }).pipe(
+        Stream.runForEach((bytes) => Queue.offer(seen, Buffer.from(bytes).toString())),
+        Effect.fork
+      )
+      const next = Queue.take(seen).pipe(Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => "no bytes" }))
+      // No file yet: nothing, and no failure; then the file appears.
+      yield* Effect.sleep("50 millis")
+      assert.isTrue(Option.isNone(yield* Queue.poll(seen)))
+      Fs.writeFileSync(file, "first\n")
+      assert.strictEqual(yield* next, "first\n")
+      Fs.appendFileSync(file, "second\n")
+      assert.strictEqual(yield* next, "second\n")
+      // Truncated: printed from the start again.
+      Fs.writeFileSync(file, "x\n")
+      assert.strictEqual(yield* next, "x\n")
+      // Rotated (renamed away, a new file): the new file from its start, even when it already
+      // outgrew the old one's length before the poll saw it.
+      Fs.renameSync(file, `${file}.1`)
+      Fs.writeFileSync(file, "a new file, longer than the old one\n")
+      assert.strictEqual(yield* next, "a new file, longer than the old one\n")
+      assert.isTrue(Option.isNone(yield* Queue.poll(seen)))
+      yield* Fiber.interrupt(fiber)
+    }))
+
+  it.scopedLive("follow from an offset gives only what comes after it", () =>
+    Effect.gen(function*() {
+      const { file, logs } = yield* logsOf("offset")
+      Fs.writeFileSync(file, "old\n")
+      const taken = yield* logs.follow("offset", { every: "10 millis", from: 4 }).pipe(
+        Stream.take(1),
+        Stream.runCollect,
+        Effect.fork
+      )
+      yield* Effect.sleep("50 millis")
+      Fs.appendFileSync(file, "new\n")
+      assert.strictEqual(text(yield* Fiber.join(taken)), "new\n")
+    }))
+
   it("formats lines as the seed does and sanitizes file names", () => {
     const at = new Date("2026-07-03T12:34:56.789Z")
     assert.strictEqual(

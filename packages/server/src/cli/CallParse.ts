@@ -5,16 +5,16 @@
  *
  * @since 0.1.0
  */
+import type * as FileSystem from "@effect/platform/FileSystem"
 import type { Elicitation, McpClient } from "@skald/mcp"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import * as Fs from "node:fs"
 import type { Given } from "./CallOptions.js"
 import { UsageError } from "./CliError.js"
 import * as Elicit from "./Elicit.js"
-import { readStdin } from "./Io.js"
+import { readSpec } from "./Io.js"
 import * as Progress from "./Progress.js"
 
 /** A parsed call: the arguments, the elicitation handler, and where misfit answers are recorded. */
@@ -26,20 +26,10 @@ export interface Parsed {
   readonly problems: Elicit.Problems
 }
 
-const readText = (option: string, spec: string) =>
-  spec === "@-"
-    ? readStdin(option)
-    : spec.startsWith("@")
-    ? Effect.try({
-      try: () => Fs.readFileSync(spec.slice(1), "utf8"),
-      catch: () => new UsageError({ message: `--${option}: cannot read the file ${spec.slice(1)}` })
-    })
-    : Effect.succeed(spec)
-
 /** `--args`: a JSON object given inline, in a file, or on stdin. */
 export const parseArgs = (spec: string) =>
   Effect.gen(function*() {
-    const text = yield* readText("args", spec)
+    const text = yield* readSpec("args", spec)
     const value = yield* Effect.try({
       try: () => JSON.parse(text) as unknown,
       catch: () =>
@@ -54,7 +44,7 @@ export const parseArgs = (spec: string) =>
   })
 
 /** Parses the options; the elicitation handler lives in the current scope (the call's). */
-export const parse = (given: Given): Effect.Effect<Parsed, UsageError, Scope.Scope> =>
+export const parse = (given: Given): Effect.Effect<Parsed, UsageError, Scope.Scope | FileSystem.FileSystem> =>
   Effect.gen(function*() {
     if (
       Option.isSome(given.args) && Option.isSome(given.elicit) && given.args.value === "@-" &&

@@ -95,7 +95,8 @@ const parseHint = (text: string): string | undefined =>
 
 /**
  * Parses and runs a command line (argv without node and the script, already split at `--`):
- * help, completions and the global options first (Help.ts), then @effect/cli.
+ * help, completions and the global options first (Help.ts), then @effect/cli. The one place a
+ * failure becomes what stderr says and the exit status (`reportFailures`): handlers just fail.
  */
 export const run = (argv: ReadonlyArray<string>) =>
   Effect.suspend(() => {
@@ -109,17 +110,23 @@ export const run = (argv: ReadonlyArray<string>) =>
       case "Completions": {
         const script = Help.completions(root, prepared.shell)
         return script === undefined
-          ? reportFailures(Effect.fail(new UsageError({ message: "--completions takes bash, zsh or fish" })))
+          ? Effect.fail(new UsageError({ message: "--completions takes bash, zsh or fish" }))
           : stdout(script)
       }
       case "Problem":
-        return reportFailures(Effect.fail(new UsageError({ message: prepared.message })))
+        return Effect.fail(new UsageError({ message: prepared.message }))
       case "Run": {
+        const malformed = McpCommands.keyValueProblem(prepared.argv)
+        if (malformed !== undefined) return Effect.fail(new UsageError({ message: malformed }))
         const cli = Help.plainErrors(
-          Command.run(command, { name: "skald", version: VERSION })(["node", "skald", ...prepared.argv]),
+          Command.run(command, { name: "skald", version: VERSION })([
+            "node",
+            "skald",
+            ...McpCommands.groupKeyValues(prepared.argv)
+          ]),
           parseHint
         )
         return prepared.logLevel === undefined ? cli : Logger.withMinimumLogLevel(cli, prepared.logLevel)
       }
     }
-  })
+  }).pipe(reportFailures)

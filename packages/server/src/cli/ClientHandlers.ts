@@ -13,7 +13,7 @@ import * as CallParse from "./CallParse.js"
 import type { CallArgs, ToolsArgs } from "./Cli.js"
 import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
 import * as Elicit from "./Elicit.js"
-import { reportFailures, stdout } from "./Io.js"
+import { stdout } from "./Io.js"
 import * as Output from "./Output.js"
 import type * as Target from "./Target.js"
 import * as TargetClient from "./TargetClient.js"
@@ -48,7 +48,7 @@ export const tools = ({ json, ...target }: ToolsArgs) =>
       yield* client.toolListChanges.pipe(Stream.timeout(TOOLS_QUIET_PERIOD), Stream.runDrain)
       const list = yield* client.toolList
       yield* stdout(json ? Output.json(list.wire) : Output.toolLines(list.tools))
-    })).pipe(reportFailures)
+    }))
 
 /** `skald call`. */
 export const call = ({ apiKeyEnv, http, json, mediaDir, tool, ...given }: CallArgs) =>
@@ -75,4 +75,4 @@ export const call = ({ apiKeyEnv, http, json, mediaDir, tool, ...given }: CallAr
     if (outcome.result._tag !== "Task" && outcome.result.isError) {
       return yield* new ExitWith({ status: ExitStatus.ToolError })
     }
-  }).pipe(Effect.scoped, reportFailures)
+  }).pipe(Effect.scoped)

@@ -5,30 +5,23 @@
  *
  * @since 0.1.0
  */
+import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Elicitation from "@skald/mcp/Elicitation"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
-import * as Fs from "node:fs"
 import * as Readline from "node:readline"
 import { UsageError } from "./CliError.js"
-import { readStdin } from "./Io.js"
+import { readSpec } from "./Io.js"
 
 type Answer = Elicitation.Response
 
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** Reads `--elicit`: literal JSON, `@FILE`, or `@-` for stdin. Errors never quote the value. */
-export const readAnswer = (spec: string): Effect.Effect<Answer, UsageError> =>
+export const readAnswer = (spec: string): Effect.Effect<Answer, UsageError, FileSystem.FileSystem> =>
   Effect.gen(function*() {
-    const text = spec === "@-"
-      ? yield* readStdin("elicit")
-      : spec.startsWith("@")
-      ? yield* Effect.try({
-        try: () => Fs.readFileSync(spec.slice(1), "utf8"),
-        catch: () => new UsageError({ message: `--elicit: cannot read the file ${spec.slice(1)}` })
-      })
-      : spec
+    const text = yield* readSpec("elicit", spec)
     const value = yield* Effect.try({
       try: () => JSON.parse(text) as unknown,
       catch: () => new UsageError({ message: "--elicit is not valid JSON (the value is not shown)" })

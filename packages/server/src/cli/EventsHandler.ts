@@ -9,7 +9,7 @@ import * as Option from "effect/Option"
 import { EventRepo } from "../host/EventRepo.js"
 import type { EventsArgs } from "./Events.js"
 import * as Host from "./HostRuntime.js"
-import { reportFailures, stdout } from "./Io.js"
+import { stdout } from "./Io.js"
 import * as Output from "./Output.js"
 
 /** `skald events`. */
@@ -29,4 +29,4 @@ export const events = ({ home, json, limit, pending }: EventsArgs) =>
         ).join("\n")
       )
     })
-  ).pipe(reportFailures)
+  )

@@ -181,8 +181,12 @@ const boilerplate = [
   /^This setting is optional\.$/,
   /^A file or directory that must exist\.$/,
   /^A file that must exist\.$/,
-  /^One of the following: /
+  /^One of the following: /,
+  /^- May be specified (a single time|multiple times): /
 ]
+
+/** Options.keyValueMap's paragraph: the option takes K=V pairs. */
+const keyValueParagraph = /^This setting is a property argument which:$/
 
 const shorter = (p: string) => p.replace(/^This option may be repeated zero or more times\.$/, "Repeatable.")
 
@@ -209,8 +213,13 @@ const entries = (blocks: ReadonlyArray<HelpDoc.HelpDoc>): Array<readonly [string
       ? b.definitions.map(([term, doc]) => {
         const name = spanText(term).replace(/^\((.*)\)$/, "$1").replace(/ text\b/, " TEXT").replace(/ float\b/, " S")
           .replace(/ integer\b/, " N").replace(/ \/path\/to\/file\b/, " FILE")
-        const said = paragraphs(doc).filter((p) => !boilerplate.some((re) => re.test(p))).map(shorter)
-        return [name.replace(/^<(.*)>$/, "$1"), said.join(" ")] as const
+        const all = paragraphs(doc)
+        const keyValue = all.some((p) => keyValueParagraph.test(p))
+        const said = all.filter((p) => !boilerplate.some((re) => re.test(p))).map((p) =>
+          keyValueParagraph.test(p) ? "Repeatable." : shorter(p)
+        )
+        const shown = name.replace(/^<(.*)>$/, "$1")
+        return [keyValue ? shown.replace(/ TEXT$/, " K=V") : shown, said.join(" ")] as const
       })
       : []
   )

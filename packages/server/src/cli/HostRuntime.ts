@@ -1,7 +1,8 @@
 /**
- * What the host commands' handlers share: the layer that opens the home's database, registry,
- * status table and secret store (the `--home` option itself is in Host.ts, which the command tree
- * loads without any of this).
+ * What the one-off host commands' handlers (`skald mcp …`, `secret …`, `events`) share: the layer
+ * that opens the home's database, registry, status table and secret store (the `--home` option
+ * itself is in Host.ts, which the command tree loads without any of this). `skald serve`'s layers
+ * are composed in ../ServeLayer.ts, the serve process's composition root.
  *
  * @since 0.1.0
  */

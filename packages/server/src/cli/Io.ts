@@ -4,6 +4,8 @@
  *
  * @since 0.1.0
  */
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
 import * as Logger from "effect/Logger"
@@ -13,6 +15,9 @@ import { ExitStatus, ExitWith, hintFor, UsageError } from "./CliError.js"
 /** Prints the result on stdout (a trailing newline added when missing). */
 export const stdout = (text: string) =>
   Effect.sync(() => void process.stdout.write(text.endsWith("\n") ? text : `${text}\n`))
+
+/** Writes bytes on stdout as they are (a log file's contents). */
+export const stdoutBytes = (bytes: Uint8Array) => Effect.sync(() => void process.stdout.write(bytes))
 
 /** Prints a line on stderr. */
 export const stderr = (text: string) => Effect.sync(() => void process.stderr.write(`${text}\n`))
@@ -43,6 +48,19 @@ export const readStdin = (option: string) =>
     return Effect.sync(done)
   })
 
+/**
+ * An option's text given as itself, `@FILE` or `@-` (stdin). An unreadable file is a usage error
+ * naming the option and the file (never its contents).
+ */
+export const readSpec = (option: string, spec: string) =>
+  spec === "@-"
+    ? readStdin(option)
+    : spec.startsWith("@")
+    ? Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(spec.slice(1))).pipe(
+      Effect.mapError(() => new UsageError({ message: `--${option}: cannot read the file ${spec.slice(1)}` }))
+    )
+    : Effect.succeed(spec)
+
 /** What an error says, never empty; with the command line's hint for it, if any. */
 export const describeFailure = (error: unknown): string => {
   const message = typeof error === "object" && error !== null && "message" in error
@@ -57,11 +75,17 @@ export const describeFailure = (error: unknown): string => {
   return hint === undefined ? said : `${said}\n${hint}`
 }
 
-/** Prints what went wrong on stderr (first line: what happened and what to do) and ends with status 2. */
-export const reportFailures = <A, R>(effect: Effect.Effect<A, unknown, R>): Effect.Effect<A, ExitWith, R> =>
+/**
+ * Prints what went wrong on stderr (first line: what happened and what to do) and ends with status
+ * 2. Applied once, by the runner (Cli.run), around every command. @effect/cli's own parse errors
+ * pass through: it printed them already (Help.plainErrors), and main.ts gives them their status.
+ */
+export const reportFailures = <A, R>(
+  effect: Effect.Effect<A, unknown, R>
+): Effect.Effect<A, ExitWith | ValidationError.ValidationError, R> =>
   effect.pipe(
     Effect.catchAll((error) => {
-      if (error instanceof ExitWith) return Effect.fail(error)
+      if (error instanceof ExitWith || ValidationError.isValidationError(error)) return Effect.fail(error)
       return Effect.zipRight(
         stderr(`skald: ${describeFailure(error)}`),
         Effect.fail(new ExitWith({ status: ExitStatus.Failure }))

@@ -8,6 +8,8 @@
  * @since 0.1.0
  */
 import { Args, Command, Options } from "@effect/cli"
+import * as ServerName from "@skald/domain/ServerName"
+import * as HashMap from "effect/HashMap"
 import * as CallOptions from "./CallOptions.js"
 import * as Help from "./Help.js"
 import * as Host from "./Host.js"
@@ -15,7 +17,92 @@ import * as Lazy from "./Lazy.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("Print JSON instead of text."))
 
-const serverName = Args.text({ name: "NAME" }).pipe(Args.withDescription("The server's name."))
+/** ServerName, failing with the domain's own sentence alone (not the schema's issue tree). */
+const validName = ServerName.ServerName.annotations({
+  message: (issue) => {
+    const refused = issue._tag === "Refinement" ? issue.issue : issue
+    return {
+      message: refused._tag === "Type" && refused.message !== undefined
+        ? refused.message
+        : `invalid server name ${JSON.stringify(issue.actual)}`,
+      override: true
+    }
+  }
+})
+
+const serverName = Args.text({ name: "NAME" }).pipe(
+  Args.withSchema(validName),
+  Args.withDescription("The server's name.")
+)
+
+/** The K=V options (`skald mcp add`). */
+const keyValueOptions = ["env", "secret-env"]
+
+/**
+ * What is wrong with a K=V option's value, said as a usage error, for what `Options.keyValueMap`
+ * would not take (it leaves such a value unparsed and @effect/cli then says something unrelated):
+ * a value without `=`, or with nothing after it. The keys of what it does take are checked by the
+ * handler (variable names). A value is repeated only for `--env` (a `--secret-env` one may be a secret).
+ */
+export const keyValueProblem = (argv: ReadonlyArray<string>): string | undefined => {
+  for (let i = 0; i < argv.length; i++) {
+    const option = keyValueOptions.find((o) => argv[i] === `--${o}`)
+    if (option === undefined) continue
+    const value = argv[i + 1]
+    if (value === undefined) return `--${option} takes KEY=VALUE, got nothing`
+    const at = value.indexOf("=")
+    if (at === -1) {
+      // Without '=', a --secret-env value may be the secret itself: not repeated.
+      return option === "secret-env"
+        ? `--${option} takes KEY=VALUE with a variable name as KEY, got a value without '='`
+        : `--${option} takes KEY=VALUE with a variable name as KEY, got ${JSON.stringify(value)}`
+    }
+    if (at === value.length - 1) {
+      return `--${option} takes KEY=VALUE with a non-empty VALUE, got an empty value for ${
+        JSON.stringify(value.slice(0, at))
+      }`
+    }
+  }
+  return undefined
+}
+
+/**
+ * The K=V options' pairs moved next to each option's first one. @effect/cli 0.77's keyValueMap
+ * takes only consecutive pairs (`--env A=1 --env B=2`): a second `--env` after another option
+ * (`--env A=1 --secret-env S=x --env B=2`) is left over as an unknown argument (the same class of
+ * bug as Effect-TS/effect#3729, fixed there for Options.repeated). Options' order means nothing
+ * else to it, so regrouping changes no meaning.
+ */
+export const groupKeyValues = (argv: ReadonlyArray<string>): Array<string> => {
+  const pairs = new Map<string, Array<string>>()
+  for (let i = 0; i < argv.length - 1; i++) {
+    const option = keyValueOptions.find((o) => argv[i] === `--${o}`)
+    if (option === undefined) continue
+    const list = pairs.get(option) ?? []
+    list.push(argv[i]!, argv[i + 1]!)
+    pairs.set(option, list)
+    i++
+  }
+  const out: Array<string> = []
+  const placed = new Set<string>()
+  for (let i = 0; i < argv.length; i++) {
+    const option = i < argv.length - 1 ? keyValueOptions.find((o) => argv[i] === `--${o}`) : undefined
+    if (option === undefined) {
+      out.push(argv[i]!)
+      continue
+    }
+    if (!placed.has(option)) {
+      placed.add(option)
+      out.push(...pairs.get(option)!)
+    }
+    i++
+  }
+  return out
+}
+
+/** `--OPTION K=V`, repeatable (or several pairs after one flag): a map, empty when not given. */
+const keyValues = (name: string, description: string) =>
+  Options.keyValueMap(name).pipe(Options.withDescription(description), Options.withDefault(HashMap.empty()))
 
 const addConfig = {
   name: serverName,
@@ -24,15 +111,10 @@ const addConfig = {
     Options.withDescription("A display name, e.g. \"Google Calendar\"."),
     Options.optional
   ),
-  env: Options.text("env").pipe(
-    Options.withDescription("K=V for the server's environment, stored as given (V may be a ${NAME} reference)."),
-    Options.repeated
-  ),
-  secretEnv: Options.text("secret-env").pipe(
-    Options.withDescription(
-      "K=V whose value is a secret: moved into the secret store, referenced as ${MCP_<SERVER>__<K>}."
-    ),
-    Options.repeated
+  env: keyValues("env", "K=V for the server's environment, stored as given (V may be a ${NAME} reference)."),
+  secretEnv: keyValues(
+    "secret-env",
+    "K=V whose value is a secret: moved into the secret store, referenced as ${MCP_<SERVER>__<K>}."
   ),
   http: Options.text("http").pipe(Options.withDescription("The URL of a streamable HTTP server."), Options.optional),
   apiKey: Options.text("api-key").pipe(

@@ -10,70 +10,49 @@
 import { McpServerEntry, ServerName } from "@skald/domain"
 import { Elicitation } from "@skald/mcp"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
-import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
-import * as Fs from "node:fs"
 import * as Os from "node:os"
-import * as Path from "node:path"
-import * as ConfigImport from "../host/ConfigImport.js"
-import * as Connector from "../host/Connector.js"
-import { EventRecorder } from "../host/EventRecorder.js"
-import { ServerDisabled, UnknownServer } from "../host/HostError.js"
+import * as ConfigImportFile from "../host/ConfigImportFile.js"
+import type * as Connector from "../host/Connector.js"
+import { UnknownServer } from "../host/HostError.js"
 import { McpServerRepo } from "../host/McpServerRepo.js"
+import * as OneOffConnection from "../host/OneOffConnection.js"
 import { Paths } from "../host/Paths.js"
-import * as Redactor from "../host/Redactor.js"
 import * as Registration from "../host/Registration.js"
-import { SecretStore } from "../host/SecretStore.js"
 import * as SecretStoreModule from "../host/SecretStore.js"
-import * as ServerEnvironment from "../host/ServerEnvironment.js"
 import * as ServerList from "../host/ServerList.js"
-import { sanitize, ServerLogs } from "../host/ServerLogs.js"
+import { ServerLogs } from "../host/ServerLogs.js"
 import * as ServerSecrets from "../host/ServerSecrets.js"
 import * as ToolResults from "../host/ToolResults.js"
 import * as CallParse from "./CallParse.js"
 import { ExitStatus, ExitWith, statusHint, UsageError } from "./CliError.js"
 import * as Elicit from "./Elicit.js"
 import * as Host from "./HostRuntime.js"
-import { reportFailures, stderr, stdout } from "./Io.js"
+import { stderr, stdout, stdoutBytes } from "./Io.js"
 import type { AddArgs, CallArgs, ImportArgs, ListArgs, LogsArgs, NameArgs, ShowArgs, ToolsArgs } from "./McpCommands.js"
 import * as Output from "./Output.js"
 import { ServerCommandLine } from "./Target.js"
 
-const parseName = (name: string) =>
-  ServerName.isValid(name)
-    ? Effect.succeed(ServerName.make(name))
-    : Effect.fail(
-      new UsageError({
-        message: `invalid server name ${JSON.stringify(name)}: use 1-64 letters, digits, '-' and '_', ` +
-          "never '__', and do not start or end with '_'"
-      })
-    )
-
-/** `K=V` → [K, V]. */
-const parsePair = (option: string, text: string) => {
-  const at = text.indexOf("=")
-  const key = text.slice(0, at)
-  return at <= 0 || !SecretStoreModule.isValidName(key)
-    ? Effect.fail(
-      new UsageError({
-        message: `--${option} takes KEY=VALUE with a variable name as KEY, got ${JSON.stringify(text.split("=")[0])}`
-      })
-    )
-    : Effect.succeed([key, text.slice(at + 1)] as const)
-}
-
-const pairs = (option: string, texts: ReadonlyArray<string>) =>
-  Effect.map(Effect.forEach(texts, (text) => parsePair(option, text)), (all) => Object.fromEntries(all))
+/** `K=V` pairs (parsed by Options.keyValueMap) whose keys must be variable names. */
+const pairs = (option: string, given: HashMap.HashMap<string, string>) =>
+  Effect.forEach(given, ([key, value]) =>
+    SecretStoreModule.isValidName(key)
+      ? Effect.succeed([key, value] as const)
+      : Effect.fail(
+        new UsageError({
+          message: `--${option} takes KEY=VALUE with a variable name as KEY, got ${JSON.stringify(key)}`
+        })
+      )).pipe(Effect.map((all) => Object.fromEntries(all)))
 
 /** `skald mcp add`'s flags → a registration request (the rules are Registration's). */
 const addRequest = (o: {
-  readonly name: string
+  readonly name: ServerName.ServerName
   readonly description: Option.Option<string>
   readonly friendlyName: Option.Option<string>
-  readonly env: ReadonlyArray<string>
-  readonly secretEnv: ReadonlyArray<string>
+  readonly env: HashMap.HashMap<string, string>
+  readonly secretEnv: HashMap.HashMap<string, string>
   readonly http: Option.Option<string>
   readonly apiKey: Option.Option<string>
   readonly apiKeyEnv: Option.Option<string>
@@ -88,7 +67,7 @@ const addRequest = (o: {
       if (commandLine.length > 0) {
         return yield* new UsageError({ message: "give either --http URL or `-- CMD`, not both" })
       }
-      if (o.env.length + o.secretEnv.length > 0) {
+      if (HashMap.size(o.env) + HashMap.size(o.secretEnv) > 0) {
         return yield* new UsageError({ message: "--env and --secret-env are for stdio servers (`-- CMD`)" })
       }
       if (Option.isSome(o.apiKey) && Option.isSome(o.apiKeyEnv)) {
@@ -143,7 +122,7 @@ export const add = (o: AddArgs) =>
           : `skald: ${what}; start \`skald serve\` to connect it`
       )
     })
-  ).pipe(reportFailures)
+  )
 
 const stateText = (s: McpServerEntry.ServerSummary): string => {
   const state = s.state === "host-not-running" ? "host not running" : s.state
@@ -193,15 +172,14 @@ export const list = ({ home, json }: ListArgs) =>
       )
       yield* Effect.forEach(servers, ({ summary }) => printStatusHint(summary), { discard: true })
     })
-  ).pipe(reportFailures)
+  )
 
 /** `skald mcp show`. */
 export const show = ({ home, json, name }: ShowArgs) =>
   Host.run(
     home,
     Effect.gen(function*() {
-      const server = yield* parseName(name)
-      const found = (yield* listed).find(({ entry }) => entry.name === server)
+      const found = (yield* listed).find(({ entry }) => entry.name === name)
       if (found === undefined) return yield* new UnknownServer({ name })
       if (json) return yield* stdout(Output.json(serverJson(found.entry, found.summary)))
       const view = Registration.describe(found.entry)
@@ -228,43 +206,29 @@ export const show = ({ home, json, name }: ShowArgs) =>
       yield* stdout(rows.map(([key, value]) => `${key.padEnd(13)}  ${value}`.trimEnd()).join("\n"))
       yield* printStatusHint(found.summary)
     })
-  ).pipe(reportFailures)
+  )
 
 /** An argument as a shell would need it quoted. */
 const shellWord = (arg: string): string =>
   /^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, "'\\''")}'`
 
-/** Connects the named registered (and enabled) server in this process and runs `use` with its client. */
+/**
+ * Connects the named registered server in this process (the rules are OneOffConnection's) and
+ * runs `use` with its client; elicitations are answered by `handler` (a prompt on a terminal, else
+ * decline).
+ */
 const withServer = <A, E, R>(
   home: Option.Option<string>,
-  name: string,
+  name: ServerName.ServerName,
   use: (connection: Connector.Connection) => Effect.Effect<A, E, R>,
   handler: Elicitation.Handler = process.stdin.isTTY === true ? Elicit.terminal : Elicit.declining
 ) =>
   Host.run(
     home,
     Effect.gen(function*() {
-      const server = yield* parseName(name)
-      const entry = yield* (yield* McpServerRepo).get(server)
-      if (Option.isNone(entry)) return yield* new UnknownServer({ name })
-      if (!entry.value.enabled) return yield* new ServerDisabled({ name })
-      // The same server environment as under `skald serve` (host/ServerEnvironment.ts).
-      const options = { ...(yield* Host.connectOptions), environment: ServerEnvironment.make(yield* Paths) }
-      const logs = yield* ServerLogs
-      const recorder = yield* EventRecorder
-      // Log lines go to the server's log file (and --log-level debug), tagged as this process's;
-      // events are stored, as the host does. What is printed of a failure (a dying server's stderr
-      // tail) has the server's secrets redacted.
-      const origin = `cli pid ${process.pid}`
-      let redactor = Redactor.empty
-      const sinks = (secrets: SecretStoreModule.Resolved["secrets"]) => {
-        redactor = Redactor.make(secrets)
-        return { log: logs.sink(server, secrets, origin), events: recorder.sink }
-      }
-      return yield* Effect.flatMap(Connector.connect(entry.value, options, sinks), use).pipe(
-        Effect.provideService(Elicitation.ElicitationHandler, handler),
-        Effect.scoped,
-        Effect.mapError((error) => Redactor.redactFields(redactor, error))
+      const options = { ...(yield* Host.connectOptions), origin: `cli pid ${process.pid}` }
+      return yield* OneOffConnection.use(name, options, use).pipe(
+        Effect.provideService(Elicitation.ElicitationHandler, handler)
       )
     })
   )
@@ -277,7 +241,7 @@ export const tools = ({ home, json, name }: ToolsArgs) =>
       yield* client.toolListChanges.pipe(Stream.timeout("300 millis"), Stream.runDrain)
       const list = yield* client.toolList
       yield* stdout(json ? Output.json(list.wire) : Output.toolLines(list.tools))
-    })).pipe(reportFailures)
+    }))
 
 /** `skald mcp call`. */
 export const call = ({ home, json, name, tool, ...given }: CallArgs) =>
@@ -305,25 +269,24 @@ export const call = ({ home, json, name, tool, ...given }: CallArgs) =>
     const problem = parsed.problems.first()
     if (problem !== undefined) return yield* new UsageError({ message: problem })
     if (yield* exit) return yield* new ExitWith({ status: ExitStatus.ToolError })
-  }).pipe(Effect.scoped, reportFailures)
+  }).pipe(Effect.scoped)
 
 /** `skald mcp enable` and `skald mcp disable`. */
 export const toggle = (enabled: boolean) => ({ home, name }: NameArgs) =>
   Host.run(
     home,
     Effect.gen(function*() {
-      const server = yield* parseName(name)
-      if (!(yield* (yield* McpServerRepo).setEnabled(server, enabled))) return yield* new UnknownServer({ name })
+      if (!(yield* (yield* McpServerRepo).setEnabled(name, enabled))) return yield* new UnknownServer({ name })
       yield* stderr(`skald: ${enabled ? "enabled" : "disabled"} '${name}'`)
     })
-  ).pipe(reportFailures)
+  )
 
 /** `skald mcp restart`. */
 export const restart = ({ home, name }: NameArgs) =>
   Host.run(
     home,
     Effect.gen(function*() {
-      const outcome = yield* ServerList.requestRestart(yield* parseName(name))
+      const outcome = yield* ServerList.requestRestart(name)
       if (!outcome.enabled) return yield* stderr(`skald: '${name}' is disabled; \`skald mcp enable ${name}\` starts it`)
       yield* stderr(
         Option.isSome(outcome.host)
@@ -331,100 +294,58 @@ export const restart = ({ home, name }: NameArgs) =>
           : `skald: the host is not running; \`skald serve\` starts '${name}'`
       )
     })
-  ).pipe(reportFailures)
+  )
 
 /** `skald mcp rm`. */
 export const rm = ({ home, name }: NameArgs) =>
   Host.run(
     home,
     Effect.gen(function*() {
-      const server = yield* parseName(name)
-      const removed = yield* ServerSecrets.unregister(server)
+      const removed = yield* ServerSecrets.unregister(name)
       if (Option.isNone(removed)) return yield* new UnknownServer({ name })
       const secrets = removed.value.length === 0 ? "" : ` and its stored secrets ${removed.value.join(", ")}`
       yield* stderr(`skald: removed '${name}'${secrets}`)
     })
-  ).pipe(reportFailures)
+  )
 
 /** `skald mcp logs`. */
 export const logs = ({ follow, home, name }: LogsArgs) =>
-  Effect.gen(function*() {
-    yield* parseName(name)
-    const paths = yield* Paths
-    const file = Path.join(paths.mcpLogsDir, `${sanitize(name)}.log`)
-    let offset = 0
-    const printNew = Effect.sync(() => {
-      let size: number
-      try {
-        size = Fs.statSync(file).size
-      } catch {
-        return false
+  Host.run(
+    home,
+    Effect.gen(function*() {
+      const logs = yield* ServerLogs
+      const current = yield* logs.read(name)
+      // A log of a server removed since is still printed; a name never registered is an error.
+      if (Option.isNone(current) && Option.isNone(yield* (yield* McpServerRepo).get(name))) {
+        return yield* new UnknownServer({ name })
       }
-      if (size < offset) offset = 0 // rotated: the new file starts over
-      if (size > offset) {
-        const fd = Fs.openSync(file, "r")
-        try {
-          const buffer = Buffer.alloc(size - offset)
-          Fs.readSync(fd, buffer, 0, buffer.length, offset)
-          process.stdout.write(buffer)
-        } finally {
-          Fs.closeSync(fd)
-        }
-        offset = size
+      if (Option.isSome(current)) yield* stdoutBytes(current.value)
+      if (!follow) {
+        if (Option.isNone(current)) yield* stderr(`skald: no log yet for '${name}' (${logs.fileOf(name)})`)
+        return
       }
-      return true
+      const from = Option.match(current, { onNone: () => 0, onSome: (bytes) => bytes.length })
+      yield* logs.follow(name, { from }).pipe(Stream.runForEach(stdoutBytes))
     })
-    const found = yield* printNew
-    // A log of a server removed since is still printed; a name never registered is an error.
-    if (!found && Option.isNone(yield* (yield* McpServerRepo).get(ServerName.make(name)))) {
-      return yield* new UnknownServer({ name })
-    }
-    if (!follow) {
-      if (!found) yield* stderr(`skald: no log yet for '${name}' (${file})`)
-      return
-    }
-    yield* printNew.pipe(Effect.repeat(Schedule.spaced("250 millis")), Effect.asVoid)
-  }).pipe((effect) => Host.run(home, effect), reportFailures)
+  )
 
 /** `skald mcp import`. */
 export const importFile = ({ file, home }: ImportArgs) =>
   Host.run(
     home,
     Effect.gen(function*() {
-      const text = yield* Effect.try({
-        try: () => JSON.parse(Fs.readFileSync(file, "utf8")) as unknown,
-        catch: (e) => new UsageError({ message: `${file} is not valid JSON: ${(e as Error).message}` })
-      })
-      const registration = yield* Registration.Registration
-      const existing = new Set((yield* (yield* McpServerRepo).list).map((e) => e.name as string))
-      const stored = new Set(yield* (yield* SecretStore).list)
-      const context: ConfigImport.Context = {
-        file: Path.resolve(file),
-        userHome: Os.homedir(),
-        isSet: (variable) => stored.has(variable) || process.env[variable] !== undefined
-      }
-      const outcomes = yield* Either.match(ConfigImport.fromJson(text, existing, context), {
-        onLeft: (message) => Effect.fail(new UsageError({ message: `${file}: ${message}` })),
-        onRight: Effect.succeed
-      })
-      const lines: Array<string> = []
-      for (const outcome of outcomes) {
-        if (outcome._tag === "Skipped") {
-          lines.push(`skipped  ${outcome.source}: ${outcome.reason}`)
-          continue
-        }
-        yield* registration.apply({ entry: outcome.entry, secrets: outcome.secrets }, false)
+      const outcomes = yield* ConfigImportFile.importFile(file, { userHome: Os.homedir(), variables: process.env })
+      const lines = outcomes.map((outcome) => {
+        if (outcome._tag === "Skipped") return `skipped  ${outcome.source}: ${outcome.reason}`
         const renamed = outcome.entry.name === outcome.source ? "" : ` (from ${JSON.stringify(outcome.source)})`
         const moved = outcome.secrets.length === 0
           ? ""
           : `; secrets moved to the store: ${outcome.secrets.map((s) => s.name).join(", ")}`
-        lines.push(
-          `imported ${outcome.entry.name}${renamed}: ${outcome.entry.config._tag}${
-            outcome.entry.enabled ? "" : ", disabled"
-          }${moved}`
-        )
-      }
+        return `imported ${outcome.entry.name}${renamed}: ${outcome.entry.config._tag}${
+          outcome.entry.enabled ? "" : ", disabled"
+        }${moved}`
+      })
       const imported = outcomes.filter((o) => o._tag === "Imported").length
       yield* stdout([...lines, `${imported} imported, ${outcomes.length - imported} skipped`].join("\n"))
     })
-  ).pipe(reportFailures)
+  )

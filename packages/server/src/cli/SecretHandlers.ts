@@ -12,7 +12,7 @@ import * as ServerList from "../host/ServerList.js"
 import { UsageError } from "./CliError.js"
 import * as Elicit from "./Elicit.js"
 import * as Host from "./HostRuntime.js"
-import { reportFailures, stderr, stdout } from "./Io.js"
+import { stderr, stdout } from "./Io.js"
 import type { ListArgs, RmArgs, SetArgs } from "./SecretCommands.js"
 
 /** Warns on stderr about every part of the secrets folder that other users can access. */
@@ -61,7 +61,7 @@ export const set = ({ home, name }: SetArgs) =>
       )
     )
     yield* warnExposed
-  }).pipe(Effect.provide(Host.secretsLayer(home)), reportFailures)
+  }).pipe(Effect.provide(Host.secretsLayer(home)))
 
 /** `skald secret list`. */
 export const list = ({ home }: ListArgs) =>
@@ -69,7 +69,7 @@ export const list = ({ home }: ListArgs) =>
     const names = yield* (yield* SecretStore).list
     if (names.length > 0) yield* stdout(names.join("\n"))
     yield* warnExposed
-  }).pipe(Effect.provide(Host.secretsLayer(home)), reportFailures)
+  }).pipe(Effect.provide(Host.secretsLayer(home)))
 
 /** `skald secret rm`. */
 export const rm = ({ home, name }: RmArgs) =>
@@ -78,4 +78,4 @@ export const rm = ({ home, name }: RmArgs) =>
       return yield* new UsageError({ message: `no secret named ${name}` })
     }
     yield* stderr(`skald: removed ${name}`)
-  }).pipe(Effect.provide(Host.secretsLayer(home)), reportFailures)
+  }).pipe(Effect.provide(Host.secretsLayer(home)))

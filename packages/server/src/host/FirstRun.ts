@@ -6,15 +6,14 @@
  *
  * @since 0.1.0
  */
-import * as SqlClient from "@effect/sql/SqlClient"
 import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
 import { fileURLToPath, pathToFileURL } from "node:url"
+import { AppMetaRepo } from "./AppMetaRepo.js"
 import { McpServerRepo } from "./McpServerRepo.js"
-import * as Rows from "./Rows.js"
 import { nowIso } from "./Time.js"
 
 /** The `app_meta` key of the marker. */
@@ -56,17 +55,21 @@ export const demoEntry = (
   }))
 }
 
-/** On the first run of this database, registers the demo server; returns its name when it did. */
+/**
+ * On the first run of this database, registers the demo server; returns its name when it did. The
+ * marker and the registration commit together (AppMetaRepo.once).
+ */
 export const ensure = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
   const repo = yield* McpServerRepo
-  return yield* sql.withTransaction(Effect.gen(function*() {
-    const done = yield* sql<{ value: string }>`SELECT value FROM app_meta WHERE key = ${MARKER}`
-    if (done.length > 0) return Option.none<string>()
-    yield* sql`INSERT INTO app_meta (key, value) VALUES (${MARKER}, ${yield* nowIso})`
-    const entry = demoEntry()
-    if (Option.isNone(entry) || Option.isSome(yield* repo.get(entry.value.name))) return Option.none<string>()
-    yield* repo.upsert(entry.value)
-    return Option.some(entry.value.name as string)
-  })).pipe(Rows.storage("register the demo server on the first run"))
+  const registered = yield* (yield* AppMetaRepo).once(
+    MARKER,
+    yield* nowIso,
+    Effect.gen(function*() {
+      const entry = demoEntry()
+      if (Option.isNone(entry) || Option.isSome(yield* repo.get(entry.value.name))) return Option.none<string>()
+      yield* repo.upsert(entry.value)
+      return Option.some(entry.value.name as string)
+    })
+  )
+  return Option.flatten(registered)
 })

@@ -12,6 +12,10 @@
  * tag. A file
  * that would grow past 5 MB is first rotated to `<name>.log.1` (one backup kept).
  *
+ * Reading (`skald mcp logs`): `read` gives the current file, `follow` is `tail -f` — what is
+ * appended as it comes, from the start again when the file was truncated or replaced (rotated:
+ * another inode); both through `@effect/platform`'s `FileSystem`.
+ *
  * Servers never wait for the disk: lines go to a bounded in-memory queue that one consumer fiber
  * drains in batches; when the writer falls that far behind, lines are dropped and the drop is
  * logged. Known secret values are replaced by `[redacted]` before a line is queued, in every form
@@ -20,10 +24,18 @@
  *
  * @since 0.1.0
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import type { PlatformError } from "@effect/platform/Error"
+import * as FileSystem from "@effect/platform/FileSystem"
 import type { McpLog } from "@skald/mcp"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Equal from "effect/Equal"
+import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Redacted from "effect/Redacted"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { ensurePrivateDir, Paths, PRIVATE_FILE_MODE, privateFile } from "./Paths.js"
@@ -43,6 +55,19 @@ export const sanitize = (name: string): string => name.replace(/[^A-Za-z0-9._-]/
 export const formatLine = (at: Date | number, tag: McpLog.Tag, text: string): string =>
   `${typeof at === "number" ? isoOf(at) : at.toISOString()} ${`[${tag}]`.padEnd(12)} ${text}`
 
+/** How often `follow` looks for new bytes unless told otherwise. */
+export const FOLLOW_INTERVAL: Duration.DurationInput = "250 millis"
+
+/** What `follow` starts from and how often it looks. */
+export interface FollowOptions {
+  /** The byte offset to start after (default 0: the whole file first). */
+  readonly from?: number | undefined
+  /** How often the file is checked (default FOLLOW_INTERVAL). */
+  readonly every?: Duration.DurationInput | undefined
+}
+
+const isNotFound = (error: PlatformError): boolean => error._tag === "SystemError" && error.reason === "NotFound"
+
 interface Pending {
   readonly file: string
   readonly line: string
@@ -50,8 +75,10 @@ interface Pending {
 
 /** The per-server log files. */
 export class ServerLogs extends Effect.Service<ServerLogs>()("@skald/server/ServerLogs", {
+  dependencies: [NodeFileSystem.layer],
   scoped: Effect.gen(function*() {
     const paths = yield* Paths
+    const fs = yield* FileSystem.FileSystem
     // The fiber's clock, read once per text (not per line): a timestamp costs no effect on the hot path.
     const clock = yield* Effect.clock
     const queue = yield* Queue.dropping<Pending>(QUEUE_CAPACITY)
@@ -186,6 +213,42 @@ export class ServerLogs extends Effect.Service<ServerLogs>()("@skald/server/Serv
     const lifecycle = (server: string, text: string, secrets: ReadonlyArray<Redacted.Redacted<string>> = []) =>
       sink(server, secrets).emit({ server, tag: "lifecycle", text })
 
-    return { sink, lifecycle, fileOf } as const
+    /** The server's current log file; none when it has none. */
+    const read = (server: string): Effect.Effect<Option.Option<Uint8Array>, PlatformError> =>
+      fs.readFile(fileOf(server)).pipe(
+        Effect.map(Option.some),
+        Effect.catchIf(isNotFound, () => Effect.succeed(Option.none()))
+      )
+
+    /**
+     * `tail -f` of the server's log file: the bytes after `from` (default: all of it), then what is
+     * appended, checked every `every`. A file that shrank (truncated) or is another file now
+     * (rotated: a new inode) is given from its start; no file yet is nothing yet. Never ends.
+     */
+    const follow = (server: string, options: FollowOptions = {}): Stream.Stream<Uint8Array, PlatformError> =>
+      Stream.suspend(() => {
+        const file = fileOf(server)
+        let offset = options.from ?? 0
+        let inode: Option.Option<number> | undefined
+        const poll = Effect.gen(function*() {
+          const info = yield* fs.stat(file).pipe(
+            Effect.map(Option.some),
+            Effect.catchIf(isNotFound, () => Effect.succeed(Option.none()))
+          )
+          if (Option.isNone(info)) return Stream.empty
+          const size = Number(info.value.size)
+          if ((inode !== undefined && !Equal.equals(inode, info.value.ino)) || size < offset) offset = 0
+          inode = info.value.ino
+          if (size <= offset) return Stream.empty
+          const start = offset
+          offset = size
+          return fs.stream(file, { offset: start, bytesToRead: size - start })
+        })
+        return Stream.repeatEffectWithSchedule(poll, Schedule.spaced(options.every ?? FOLLOW_INTERVAL)).pipe(
+          Stream.flatten()
+        )
+      })
+
+    return { sink, lifecycle, fileOf, read, follow } as const
   })
 }) {}

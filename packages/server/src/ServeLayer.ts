@@ -1,0 +1,84 @@
+/**
+ * The composition root of `skald serve` (DESIGN §1): the one place the serve process's layers are
+ * put together. From one home: the host's services (database, repositories, secret store, logs,
+ * events, registration; HostServices.ts), the HTTP endpoints, the first run's demo server, and the
+ * MCP manager over all of them. `skald serve` (cli/ServeHandler.ts) provides this layer and waits;
+ * closing it stops every server.
+ *
+ * The order is part of the contract: the HTTP endpoint listens first, so a taken port stops the
+ * host before any server starts, and the manager learns the address its media links point to; the
+ * first run's demo server is registered before the manager reads the registry.
+ *
+ * @since 0.1.0
+ */
+import * as Deferred from "effect/Deferred"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as AppMetaRepo from "./host/AppMetaRepo.js"
+import * as FirstRun from "./host/FirstRun.js"
+import * as HostServices from "./host/HostServices.js"
+import * as HttpEndpoints from "./host/HttpEndpoints.js"
+import * as McpManager from "./host/McpManager.js"
+import { Paths } from "./host/Paths.js"
+
+/** What `skald serve` runs with. */
+export interface Options {
+  /** The home given on the command line (else `SKALD_HOME`, else `.`; Paths.ts). */
+  readonly home: Option.Option<string>
+  /** Where the HTTP endpoints listen. */
+  readonly host: string
+  readonly port: number
+  readonly startTimeout: Duration.Duration
+  readonly callTimeout: Duration.Duration
+  /** Told the endpoint's URL once it listens, before any server starts. */
+  readonly onListening?: ((url: string) => Effect.Effect<void>) | undefined
+  /** Told the demo server's name when the very first run of the home registered it. */
+  readonly onFirstRun?: ((name: string) => Effect.Effect<void>) | undefined
+}
+
+/** The host could not listen: the endpoint's own message plus the settings that change the address. */
+export class CannotListen extends Schema.TaggedError<CannotListen>("@skald/server/CannotListen")("CannotListen", {
+  message: Schema.String
+}) {}
+
+/**
+ * The serve process: the host's services of the home with the HTTP endpoints listening and the
+ * MCP manager running. Everything it starts is stopped when the layer's scope closes.
+ */
+export const layer = (options: Options) =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const services = HostServices.layer(Paths.layer(options.home))
+    const listening = yield* Deferred.make<string>()
+    const http = HttpEndpoints.layer(
+      { host: options.host, port: options.port },
+      (url) => Effect.zipRight(Deferred.succeed(listening, url), options.onListening?.(url) ?? Effect.void)
+    ).pipe(
+      Layer.catchAll((error) =>
+        Layer.fail(
+          error._tag === "ListenFailed"
+            ? new CannotListen({
+              message: `${error.message}; set SKALD_PORT (0 picks a free port) or SKALD_HOST to listen elsewhere`
+            })
+            : error
+        )
+      )
+    )
+    const firstRun = Layer.effectDiscard(
+      Effect.flatMap(FirstRun.ensure, (registered) =>
+        Option.isSome(registered) && options.onFirstRun !== undefined
+          ? options.onFirstRun(registered.value)
+          : Effect.void)
+    ).pipe(Layer.provide(AppMetaRepo.layer))
+    const manager = Layer.unwrapEffect(
+      Effect.map(Deferred.await(listening), (url) =>
+        McpManager.layer({
+          startTimeout: options.startTimeout,
+          callTimeout: options.callTimeout,
+          mediaBaseUrl: url
+        }))
+    ).pipe(Layer.provide(firstRun), Layer.provide(http))
+    return manager.pipe(Layer.provideMerge(services))
+  }))

@@ -1,0 +1,376 @@
+/**
+ * A `LanguageModel` for any OpenAI-compatible chat-completions server (OpenAI, Ollama, vLLM,
+ * llama.cpp, LM Studio, OpenRouter): `POST {baseUrl}/chat/completions`, always streaming over SSE
+ * with `stream_options.include_usage`, tools sent with their JSON Schema untouched and never
+ * `strict`.
+ *
+ * - Tolerates the known server quirks (see `internal/openAiWire.ts`): tool-call `index` always 0
+ *   or missing, a first delta without `id` (an id is synthesized), whole arguments in one delta,
+ *   `choices: null` on the usage chunk, a mid-stream `{"error": …}` event.
+ * - Interrupting the consumer of `streamText` aborts the HTTP request (the request lives in the
+ *   stream's scope).
+ * - 429, 5xx and connection failures before the response is streamed are retried with capped
+ *   exponential backoff honouring `Retry-After` / `retry-after-ms` (3 tries in all by default).
+ * - Every failure is an `AiError` carrying the provider's own message; the API key is sent as a
+ *   bearer token and redacted from errors and spans, as are the extra `headers`.
+ *
+ * `generateText` collects the same stream (one code path for quirks, retries and errors).
+ *
+ * @since 0.1.0
+ */
+import * as AiError from "@effect/ai/AiError"
+import * as IdGenerator from "@effect/ai/IdGenerator"
+import * as LanguageModel from "@effect/ai/LanguageModel"
+import type * as Response from "@effect/ai/Response"
+import * as Sse from "@effect/experimental/Sse"
+import * as Headers from "@effect/platform/Headers"
+import * as HttpClient from "@effect/platform/HttpClient"
+import type * as HttpClientError from "@effect/platform/HttpClientError"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as Arr from "effect/Array"
+import * as Chunk from "effect/Chunk"
+import * as Clock from "effect/Clock"
+import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import { identity } from "effect/Function"
+import * as JSONSchema from "effect/JSONSchema"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as Wire from "./internal/openAiWire.js"
+
+/** How to reach an OpenAI-compatible chat-completions server. */
+export interface Options {
+  /** e.g. `http://127.0.0.1:11434/v1`: requests go to `POST {baseUrl}/chat/completions`. */
+  readonly baseUrl: string
+  readonly model: string
+  /** Sent as `Authorization: Bearer …`; never in an error, a log or a span. */
+  readonly apiKey?: Redacted.Redacted | undefined
+  /** Tries in all for a 429, a 5xx or a connection failure (default 3; 1 = no retry). */
+  readonly maxRetries?: number
+  /** The first backoff delay, doubled on each retry (default 500 ms). */
+  readonly retryBaseDelay?: Duration.DurationInput
+  /** The longest delay between tries (default 20 s); a longer `Retry-After` is not waited for. */
+  readonly retryMaxDelay?: Duration.DurationInput
+  /** Extra request headers (redacted from errors and spans, as they may hold credentials). */
+  readonly headers?: Record<string, string>
+}
+
+const module = "OpenAiCompatible"
+
+/** How long the body is read after `[DONE]` for its end (a server that then hangs is cut off). */
+const drainAfterDone = Duration.seconds(1)
+
+/** One failed try: the error to report, and whether (and after how long) to try again. */
+class AttemptFailed extends Data.TaggedError("AttemptFailed")<{
+  readonly error: (suffix: string) => AiError.AiError
+  readonly retryable: boolean
+  readonly retryAfterMillis: number | undefined
+}> {}
+
+const causeMessage = (cause: unknown): string => {
+  if (cause instanceof Error) {
+    const code = (cause as { code?: unknown }).code
+    const inner = cause.cause instanceof Error ? `: ${cause.cause.message}` : ""
+    return `${cause.message}${inner}${typeof code === "string" ? ` (${code})` : ""}`
+  }
+  return String(cause)
+}
+
+const stringHeaders = (headers: Record<string, string | Redacted.Redacted>): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const name in headers) {
+    const value = headers[name]!
+    out[name] = Redacted.isRedacted(value) ? "<redacted>" : value
+  }
+  return out
+}
+
+/** Makes the `LanguageModel` service for `options`. */
+export const make = (options: Options): Effect.Effect<LanguageModel.Service, never, HttpClient.HttpClient> =>
+  Effect.gen(function*() {
+    const httpClient = yield* HttpClient.HttpClient
+    // The request is tied to the scope of the stream: closing it (interruption included) aborts it.
+    const client = HttpClient.withScope(httpClient)
+    const url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`
+    const redactedNames = ["authorization", ...Object.keys(options.headers ?? {}).map((name) => name.toLowerCase())]
+    const maxTries = Math.max(1, Math.floor(options.maxRetries ?? 3))
+    const baseDelay = Duration.decode(options.retryBaseDelay ?? Duration.millis(500))
+    const maxDelay = Duration.decode(options.retryMaxDelay ?? Duration.seconds(20))
+    const maxDelayMillis = Duration.toMillis(maxDelay)
+
+    const baseRequest = HttpClientRequest.post(url).pipe(
+      HttpClientRequest.setHeaders(options.headers ?? {}),
+      HttpClientRequest.setHeader("accept", "text/event-stream"),
+      options.apiKey === undefined ? identity : HttpClientRequest.bearerToken(options.apiKey)
+    )
+    const requestDetails: typeof AiError.HttpRequestDetails.Type = {
+      method: "POST",
+      url,
+      urlParams: [],
+      hash: Option.none(),
+      headers: stringHeaders(Headers.redact(baseRequest.headers, redactedNames))
+    }
+
+    const schedule = Schedule.exponential(baseDelay).pipe(
+      Schedule.intersect(Schedule.recurs(maxTries - 1)),
+      Schedule.intersect(Schedule.identity<AttemptFailed>()),
+      Schedule.whileInput((failure: AttemptFailed) =>
+        failure.retryable && (failure.retryAfterMillis === undefined || failure.retryAfterMillis <= maxDelayMillis)
+      ),
+      Schedule.modifyDelay(([, failure], delay) => {
+        const backoff = Duration.min(delay, maxDelay)
+        return failure.retryAfterMillis === undefined
+          ? backoff
+          : Duration.max(backoff, Duration.millis(failure.retryAfterMillis))
+      }),
+      Schedule.tapInput((failure: AttemptFailed) =>
+        failure.retryable
+          ? Effect.logDebug("model request failed; it may be retried").pipe(
+            Effect.annotateLogs({ module, error: failure.error("").message })
+          )
+          : Effect.void
+      )
+    )
+
+    const statusFailure = (method: string, response: HttpClientResponse.HttpClientResponse) =>
+      Effect.gen(function*() {
+        const body = yield* Effect.orElseSucceed(response.text, () => "")
+        const now = yield* Clock.currentTimeMillis
+        const retryAfterMillis = Wire.retryAfterMillis(response.headers, now)
+        const status = response.status
+        const retryable = status === 429 || status >= 500
+        const message = Wire.bodyMessage(body) ?? "no message"
+        const tooLong = retryable && retryAfterMillis !== undefined && retryAfterMillis > maxDelayMillis
+          ? `; it asks to retry after ${Math.ceil(retryAfterMillis / 1000)} s, longer than the longest retry delay (${
+            Duration.format(maxDelay)
+          })`
+          : ""
+        return yield* new AttemptFailed({
+          retryable,
+          retryAfterMillis,
+          error: (suffix) =>
+            new AiError.HttpResponseError({
+              module,
+              method,
+              reason: "StatusCode",
+              request: requestDetails,
+              response: {
+                status,
+                headers: stringHeaders(Headers.redact(response.headers, ["set-cookie", ...redactedNames]))
+              },
+              description: `The model server answered ${status}: ${message}${tooLong}${suffix}`,
+              ...(body === "" ? {} : { body: body.length > 4000 ? `${body.slice(0, 4000)}…` : body })
+            }, { disableValidation: true })
+        })
+      })
+
+    const requestFailure = (method: string, error: HttpClientError.HttpClientError) =>
+      new AttemptFailed({
+        retryable: error._tag === "RequestError" && error.reason === "Transport",
+        retryAfterMillis: undefined,
+        error: (suffix) =>
+          error._tag === "RequestError"
+            ? new AiError.HttpRequestError({
+              module,
+              method,
+              reason: error.reason,
+              request: requestDetails,
+              description: `Could not reach the model server at ${url}: ${causeMessage(error.cause)}${suffix}`
+            }, { disableValidation: true })
+            : new AiError.HttpResponseError({
+              module,
+              method,
+              reason: error.reason,
+              request: requestDetails,
+              response: { status: error.response.status, headers: {} },
+              description: `The model server's response could not be read: ${causeMessage(error.cause)}${suffix}`
+            }, { disableValidation: true })
+      })
+
+    /** Sends the request once and returns an OK (2xx) response. */
+    const sendOnce = (
+      method: string,
+      request: HttpClientRequest.HttpClientRequest
+    ): Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptFailed, Scope.Scope> =>
+      client.execute(request).pipe(
+        Effect.locallyWith(Headers.currentRedactedNames, Arr.appendAll(redactedNames)),
+        Effect.catchAll((error) => Effect.fail(requestFailure(method, error))),
+        Effect.flatMap((response) =>
+          response.status >= 200 && response.status < 300
+            ? Effect.succeed(response)
+            : statusFailure(method, response)
+        )
+      )
+
+    /** A failure that is reported as it is, never retried. */
+    const fatal = (error: AiError.AiError) =>
+      new AttemptFailed({ retryable: false, retryAfterMillis: undefined, error: () => error })
+
+    const prepare = (method: string, providerOptions: LanguageModel.ProviderOptions) => {
+      const messages = Wire.messages(providerOptions.prompt)
+      if (messages instanceof Wire.UnsupportedPart) {
+        return Effect.fail(new AiError.MalformedInput({ module, method, description: messages.description }))
+      }
+      const format = providerOptions.responseFormat
+      providerOptions.span.attribute("gen_ai.request.model", options.model)
+      return Effect.try({
+        try: () => format.type === "json" ? JSONSchema.make(format.schema) : undefined,
+        catch: (cause) =>
+          new AiError.MalformedInput({
+            module,
+            method,
+            description: `The schema of the structured output has no JSON Schema form: ${causeMessage(cause)}`
+          })
+      }).pipe(
+        Effect.map((schema) =>
+          HttpClientRequest.bodyUnsafeJson(
+            baseRequest,
+            Wire.requestBody(options.model, providerOptions, messages, schema)
+          )
+        )
+      )
+    }
+
+    const streamFailure = (method: string, failure: Wire.StreamFailure): AiError.AiError =>
+      failure._tag === "ProviderError"
+        ? new AiError.UnknownError({
+          module,
+          method,
+          description: `The model server reported an error in its reply: ${failure.message}`
+        })
+        : new AiError.MalformedOutput({
+          module,
+          method,
+          description: failure._tag === "NotJson"
+            ? `The model server sent an event that is not a JSON object: ${failure.data}`
+            : `The model called ${failure.name} with arguments that are not JSON: ${failure.args}`
+        })
+
+    /**
+     * One try: send the request and fold its body into parts. A failure before any part was
+     * emitted may be retried (per `schedule`); once parts are out, none is.
+     */
+    const attempt = (method: string, request: HttpClientRequest.HttpClientRequest) =>
+      Effect.gen(function*() {
+        const response = yield* sendOnce(method, request)
+        const ids = yield* IdGenerator.IdGenerator
+        const state = new Wire.StreamAccumulator()
+        let emitted = false
+        let finished = false
+        const finish = Effect.suspend(() => {
+          if (finished) return Effect.succeed<Array<Response.StreamPartEncoded>>([])
+          finished = true
+          const missing = state.missingIds
+          return Effect.all(Arr.makeBy(missing, () => ids.generateId())).pipe(
+            Effect.flatMap((synthesized) => {
+              const out: Array<Response.StreamPartEncoded> = []
+              state.finish(out, synthesized)
+              return state.failure === undefined
+                ? Effect.succeed(out)
+                : Effect.fail(fatal(streamFailure(method, state.failure)))
+            })
+          )
+        })
+        // After `[DONE]` the body is read to its end (briefly), so the connection can be kept alive.
+        const sawDone = yield* Deferred.make<void>()
+        // One synchronous stage from bytes to parts: UTF-8 decoding, @effect/experimental's SSE
+        // parser and the accumulator run in one loop per network chunk (no queue, no fiber hop).
+        let out: Array<Response.StreamPartEncoded> = []
+        let done = false
+        const decoder = new TextDecoder()
+        const parser = Sse.makeParser((event) => {
+          if (event._tag !== "Event" || done) return
+          if (event.data === "[DONE]") done = true
+          else state.feed(event.data, out)
+        })
+        // A server that ignores `stream: true` answers one JSON object: fold it as a single event.
+        const json = (response.headers["content-type"] ?? "").includes("application/json")
+        const body: Stream.Stream<Uint8Array, HttpClientError.ResponseError> = json
+          ? Stream.fromEffect(response.arrayBuffer).pipe(Stream.map((buffer) => new Uint8Array(buffer)))
+          : response.stream
+        const feed = (bytes: Uint8Array): Sse.SseError | undefined => {
+          const text = decoder.decode(bytes, { stream: true })
+          if (!json) return parser.feed(text)
+          state.feed(text, out)
+          return undefined
+        }
+        return body.pipe(
+          Stream.mapError((error) =>
+            new AttemptFailed({
+              retryable: !emitted,
+              retryAfterMillis: undefined,
+              error: (suffix) =>
+                new AiError.HttpResponseError({
+                  module,
+                  method,
+                  reason: "Decode",
+                  request: requestDetails,
+                  response: { status: response.status, headers: {} },
+                  description: `The connection to the model server broke ${
+                    emitted ? "mid-stream" : "before the first byte of its reply"
+                  }: ${causeMessage(error.cause)}${suffix}`
+                }, { disableValidation: true })
+            })
+          ),
+          Stream.mapChunksEffect((chunk) => {
+            if (finished) return Effect.succeed(Chunk.empty<Response.StreamPartEncoded>())
+            out = []
+            for (const bytes of chunk) {
+              const tooLarge = feed(bytes)
+              if (tooLarge !== undefined) {
+                return Effect.fail(fatal(
+                  new AiError.MalformedOutput({
+                    module,
+                    method,
+                    description: `The model server sent an SSE event that is too large: ${tooLarge.message}`
+                  })
+                ))
+              }
+            }
+            if (state.failure !== undefined) return Effect.fail(fatal(streamFailure(method, state.failure)))
+            const parts = out
+            if (parts.length > 0) emitted = true
+            if (!done) return Effect.succeed(Chunk.unsafeFromArray(parts))
+            return finish.pipe(
+              Effect.map((rest) => Chunk.unsafeFromArray(parts.concat(rest))),
+              Effect.zipLeft(Deferred.succeed(sawDone, undefined))
+            )
+          }),
+          // no `[DONE]`: finish at the end of the body
+          Stream.concat(Stream.fromIterableEffect(finish)),
+          Stream.interruptWhen(Effect.zipRight(Deferred.await(sawDone), Effect.sleep(drainAfterDone)))
+        )
+      }).pipe(Stream.unwrapScoped)
+
+    const stream = (method: string, providerOptions: LanguageModel.ProviderOptions) =>
+      Effect.map(prepare(method, providerOptions), (request) => {
+        let tries = 0
+        return Stream.suspend(() => {
+          tries++
+          return attempt(method, request)
+        }).pipe(
+          Stream.retry(schedule),
+          Stream.mapError((failure) => failure.error(tries > 1 ? ` (gave up after ${tries} tries)` : ""))
+        )
+      }).pipe(Stream.unwrap)
+
+    return yield* LanguageModel.make({
+      streamText: (providerOptions) => stream("streamText", providerOptions),
+      generateText: (providerOptions) =>
+        stream("generateText", providerOptions).pipe(
+          Stream.runCollect,
+          Effect.map((parts) => Wire.collect(parts))
+        )
+    })
+  })
+
+/** The `LanguageModel` layer for `options`. */
+export const layer = (options: Options): Layer.Layer<LanguageModel.LanguageModel, never, HttpClient.HttpClient> =>
+  Layer.effect(LanguageModel.LanguageModel, make(options))

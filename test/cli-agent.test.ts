@@ -10,10 +10,10 @@ import { LLMock } from "@copilotkit/aimock"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
-import { root, runSkald, skald as skaldBin } from "./cli-support.js"
+import { root, runSkald, skald as skaldBin, startServe, stopProcess } from "./cli-support.js"
 import { fixture } from "./fixtures/fixtures.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
-import { makeHome } from "./host-support.js"
+import { makeHome, until } from "./host-support.js"
 import { eventually, readRecords, tempFile } from "./support.js"
 
 const aimock = Effect.acquireRelease(
@@ -217,6 +217,107 @@ describe("skald agent run: Ctrl-C", () => {
         const show = yield* skald(["sessions", "show", "--json", "--home", home, events[0]!.sessionId], {})
         const rows = (JSON.parse(show.stdout) as Json).messages as Array<Json>
         assert.deepStrictEqual(rows.map((m) => [m.role, m.text]), [["user", "say hello"], ["assistant", "Hel"]])
+      }),
+    120_000
+  )
+})
+
+/** `skald chat` on a pseudo-terminal (util-linux `script` makes one), with its output so far. */
+const spawnTty = (args: ReadonlyArray<string>, env: Record<string, string>) => {
+  const command = [process.execPath, skaldBin, "chat", ...args].map((a) => `'${a}'`).join(" ")
+  const child = spawn("script", ["-qfc", command, "/dev/null"], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["pipe", "pipe", "pipe"]
+  })
+  let out = ""
+  child.stdout.on("data", (d: Buffer) => (out += d.toString()))
+  child.stderr.on("data", (d: Buffer) => (out += d.toString()))
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+  return { child, output: () => out, exited }
+}
+
+describe("skald chat on a terminal", () => {
+  it.scopedLive("Ctrl-C stops the running turn and gives the prompt back; Ctrl-D exits", () =>
+    Effect.gen(function*() {
+      const standin = yield* ModelStandin.start([ModelStandin.hanging(["Thinking"]), ModelStandin.text(["Second."])])
+      const home = yield* homeWith("echo", "echo")
+      const env = { SKALD_LLM_PROVIDER: "openai", SKALD_LLM_BASE_URL: standin.url, SKALD_LLM_MODEL: "m" }
+      const chat = spawnTty(["--home", home], env)
+      const prompts = () => chat.output().split("> ").length - 1
+      yield* eventually(() => prompts() >= 1, "the prompt", "30 seconds")
+      chat.child.stdin.write("first\r")
+      yield* eventually(() => chat.output().includes("Thinking"), "the streamed text", "30 seconds")
+      chat.child.stdin.write("\x03")
+      yield* standin.awaitAborted(0)
+      yield* eventually(() => chat.output().includes("(stopped)") && prompts() >= 2, "stopped, a new prompt")
+      chat.child.stdin.write("second\r")
+      yield* eventually(() => chat.output().includes("Second."), "the second answer")
+      yield* eventually(() => prompts() >= 3, "a third prompt")
+      chat.child.stdin.write("\x04")
+      assert.strictEqual(yield* Effect.promise(() => chat.exited), 0, chat.output())
+      // Both turns in one session; the stopped one kept its text.
+      const list = yield* skald(["sessions", "list", "--json", "--home", home], {})
+      const sessions = JSON.parse(list.stdout) as Array<Json>
+      assert.lengthOf(sessions, 1)
+      const show = yield* skald(["sessions", "show", "--json", "--home", home, sessions[0]!.id], {})
+      const rows = (JSON.parse(show.stdout) as Json).messages as Array<Json>
+      assert.deepStrictEqual(rows.map((m) => [m.role, m.text]), [
+        ["user", "first"],
+        ["assistant", "Thinking"],
+        ["user", "second"],
+        ["assistant", "Second."]
+      ])
+    }), 120_000)
+})
+
+describe("skald agent run beside a running host", () => {
+  it.scopedLive(
+    "the host is not disturbed; a server that fails to start is said and the turn still runs",
+    () =>
+      Effect.gen(function*() {
+        const mock = yield* aimock
+        mock.onMessage("just answer", { content: "Answered." })
+        const home = yield* homeWith("echo", "echo")
+        const broken = yield* Effect.promise(() =>
+          runSkald(["mcp", "add", "broken", "--home", home, "--", process.execPath, "-e", "process.exit(3)"])
+        )
+        assert.strictEqual(broken.status, 0, broken.stderr)
+        const host = yield* Effect.acquireRelease(
+          Effect.promise(() => startServe(home)),
+          (h) => Effect.promise(() => stopProcess(h.child))
+        )
+        const listed = () =>
+          Effect.promise(() => runSkald(["mcp", "list", "--json", "--home", home])).pipe(
+            Effect.map((r) => JSON.parse(r.stdout) as Array<Json>)
+          )
+        yield* Effect.promise(() =>
+          until(
+            "echo connected in the host",
+            () => runSkald(["mcp", "list", "--json", "--home", home]),
+            (r) => (JSON.parse(r.stdout) as Array<Json>).find((s) => s.name === "echo")?.state === "connected"
+          )
+        )
+        const before = (yield* listed()).find((s) => s.name === "echo")!
+        const env = {
+          SKALD_LLM_PROVIDER: "openai",
+          SKALD_LLM_BASE_URL: `${mock.url}/v1`,
+          SKALD_LLM_MODEL: "m",
+          SKALD_MCP_START_TIMEOUT: "5"
+        }
+        const run = yield* skald(["agent", "run", "--home", home, "just answer"], env)
+        assert.strictEqual(run.status, 0, run.stderr)
+        assert.strictEqual(run.stdout, "Answered.\n")
+        assert.match(run.stderr, /MCP server 'broken' did not start \(.*\); its tools are missing/)
+        assert.notInclude(run.stderr, "already running")
+        // The host still runs and still owns the statuses: echo connected since the same moment.
+        assert.isNull(host.child.exitCode)
+        const after = (yield* listed()).find((s) => s.name === "echo")!
+        assert.strictEqual(after.state, "connected")
+        assert.strictEqual(after.since, before.since)
+        // The model was offered the echo server's tools.
+        const tools = (mock.getRequests()[0]!.body as Json).tools as Array<Json>
+        assert.include(tools.map((t) => t.function.name), "mcp__echo__echo")
       }),
     120_000
   )

@@ -293,7 +293,7 @@ const tty = <R>(
       const line = yield* ask
       if (line === undefined) return
       if (line.trim().length === 0) continue
-      rl.pause()
+      // readline keeps reading during the turn (paused, it would not see Ctrl-C: the terminal is raw).
       const fiber = Runtime.runFork(runtime)(turn(line))
       let stops = 0
       const onInterrupt = () => {
@@ -304,6 +304,5 @@ const tty = <R>(
       rl.on("SIGINT", onInterrupt)
       yield* Fiber.await(fiber)
       rl.off("SIGINT", onInterrupt)
-      rl.resume()
     }
   })

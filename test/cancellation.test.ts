@@ -10,11 +10,12 @@ import { McpError } from "@skald/domain"
 import { McpClient } from "@skald/mcp"
 import { Effect, Exit, Fiber } from "effect"
 import { fixture } from "./fixtures/fixtures.js"
-import { connect, eventually, expectText, readRecords, tempFile } from "./support.js"
+import { connect, eventually, expectText, readRecords, tempRecordFile } from "./support.js"
 
-const connectRecording = (server: string) =>
+/** Connects `server` recording to `file` (by default one removed with the current scope). */
+const connectRecording = (server: string, recordTo?: string) =>
   Effect.gen(function*() {
-    const file = tempFile("cancel")
+    const file = recordTo ?? (yield* tempRecordFile("cancel"))
     const client = yield* connect(server, fixture("cancel", { FIXTURE_RECORD: file }))
     const records = () => readRecords(file)
     /** Sends `mark` and waits for its answer: every earlier message has been recorded. */
@@ -101,12 +102,14 @@ describe("cancellation", () => {
       assert.sameMembers(cancelled.map((r) => r.reason), [McpClient.TIMEOUT_REASON, McpClient.STOP_REASON])
     }))
 
-  it.live("closing the scope with a call in flight sends notifications/cancelled before stdin closes", () =>
+  it.scopedLive("closing the scope with a call in flight sends notifications/cancelled before stdin closes", () =>
     Effect.gen(function*() {
+      // The record outlives the connection's scope.
+      const file = yield* tempRecordFile("cancel")
       let records: () => Array<Record<string, unknown>> = () => []
       yield* Effect.scoped(
         Effect.gen(function*() {
-          const connected = yield* connectRecording("cancel-close")
+          const connected = yield* connectRecording("cancel-close", file)
           records = connected.records
           yield* Effect.forkScoped(connected.client.callTool("wait"))
           yield* eventually(() => startedWait(connected.records()).length === 1, "the wait tool started")

@@ -23,7 +23,7 @@ import {
   expectText,
   makeLogCapture,
   readRecords,
-  tempFile
+  tempRecordFile
 } from "./support.js"
 
 type Env = Readonly<Record<string, string>>
@@ -260,7 +260,7 @@ for (const target of targets) {
 
   describe(`${target.name}: cancellation`, () => {
     const connectRecording = Effect.gen(function*() {
-      const file = tempFile("suite-cancel")
+      const file = yield* tempRecordFile("suite-cancel")
       const client = yield* connect(target, "cancel", { FIXTURE_RECORD: file })
       const records = () => readRecords(file)
       const startedWait = () => records().filter((r) => r.event === "started" && r.tool === "wait")
@@ -317,9 +317,9 @@ for (const target of targets) {
         assert.strictEqual(expectText((yield* rec.client.callTool("mark")).result).text, "mark done")
       }))
 
-    it.live("closing the scope with a call in flight tells the server: notifications/cancelled (stop)", () =>
+    it.scopedLive("closing the scope with a call in flight tells the server: notifications/cancelled (stop)", () =>
       Effect.gen(function*() {
-        const file = tempFile("suite-close")
+        const file = yield* tempRecordFile("suite-close")
         const records = () => readRecords(file)
         yield* Effect.scoped(
           Effect.gen(function*() {

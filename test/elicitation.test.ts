@@ -13,7 +13,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { accept, scripted } from "./elicitation-support.js"
 import { everything, fixture } from "./fixtures/fixtures.js"
-import { eventually, expectText, makeLogCapture, readRecords, tempFile } from "./support.js"
+import { eventually, expectText, makeLogCapture, readRecords, tempDir, tempFile } from "./support.js"
 
 // --- helpers -------------------------------------------------------------------------------
 
@@ -731,17 +731,16 @@ describe("tasks fixture", () => {
 // --- secrets -----------------------------------------------------------------------------
 
 describe("secrets", () => {
-  it.live(
+  it.scopedLive(
     "an elicited password reaches the server and nothing else: no log line, span, result, error or file",
     () =>
       Effect.gen(function*() {
         const marker = `s3cr3t-${Crypto.randomBytes(12).toString("hex")}`
-        const dir = Fs.mkdtempSync(Path.join(process.env.TMPDIR ?? "/tmp", "skald-secret-"))
+        const dir = yield* tempDir("secret")
         const record = Path.join(dir, "record.jsonl")
 
         // Everything the client produces is kept here.
-        const mcpLines: Array<McpLog.McpLogLine> = []
-        const sink: McpLog.Sink = { emit: (line) => Effect.sync(() => void mcpLines.push(line)) }
+        const { lines: mcpLines, sink } = makeLogCapture()
         const effectLogs: Array<string> = []
         const logger = Logger.make(({ annotations, cause, logLevel, message }) => {
           effectLogs.push(JSON.stringify({

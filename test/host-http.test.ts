@@ -21,6 +21,7 @@ import {
   makeHome,
   servicesLayer,
   startManager,
+  tempHome,
   until,
   waitForState
 } from "./host-support.js"
@@ -84,7 +85,7 @@ const connected = (name: string) => (l: Array<Summary> | string) =>
   typeof l !== "string" && l.some((s) => s.name === name && s.state === "connected")
 
 /** The endpoint over the paths of `home`, with `limits`; gives its URL. */
-const endpoint = (paths: Paths.Service, limits: Partial<HttpEndpoints.ListenOptions> = {}, logs?: Array<string>) =>
+const endpoint = (paths: Paths.Paths, limits: Partial<HttpEndpoints.ListenOptions> = {}, logs?: Array<string>) =>
   Effect.gen(function*() {
     const listening = yield* Deferred.make<string>()
     const logger = logs === undefined
@@ -231,7 +232,7 @@ describe("links planted in the media folder", () => {
 
   it.scopedLive("a media folder that is itself a link is not served from", () =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const paths = Paths.make({ home })
       Fs.mkdirSync(paths.dataDir, { recursive: true })
       Fs.writeFileSync(Path.join(paths.dataDir, "private.png"), "not yours")
@@ -246,7 +247,7 @@ describe("links planted in the media folder", () => {
 describe("what the media endpoint sends", () => {
   it.scopedLive("HTML and SVG results are inert downloads; images inline; HEAD has the same headers and no body", () =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const { context, manager } = yield* startManager(home)
       const paths = Context.get(context, Paths.Paths)
       yield* manager.register(fixtureEntry("active", "active-media"))
@@ -322,7 +323,7 @@ describe("what the media endpoint sends", () => {
 
   it.scopedLive("a large file is streamed whole", () =>
     Effect.gen(function*() {
-      const paths = Paths.make({ home: makeHome() })
+      const paths = Paths.make({ home: yield* tempHome })
       Fs.mkdirSync(paths.mediaDir, { recursive: true })
       const bytes = Buffer.alloc(5 * 1024 * 1024 + 17)
       for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31) & 0xff
@@ -338,7 +339,7 @@ describe("what the media endpoint sends", () => {
 describe("the Host and Origin rule", () => {
   it.scopedLive("refuses a Host that does not name the server and a foreign Origin, on every route", () =>
     Effect.gen(function*() {
-      const paths = Paths.make({ home: makeHome() })
+      const paths = Paths.make({ home: yield* tempHome })
       Fs.mkdirSync(paths.mediaDir, { recursive: true })
       Fs.writeFileSync(Path.join(paths.mediaDir, "a.txt"), "hello")
       const base = yield* endpoint(paths)
@@ -436,7 +437,7 @@ const openSockets = (base: string, count: number, first: string) => {
 describe("the server's limits", () => {
   it.scopedLive("closes idle, half-sent and kept-alive connections after their timeouts, and still answers", () =>
     Effect.gen(function*() {
-      const paths = Paths.make({ home: makeHome() })
+      const paths = Paths.make({ home: yield* tempHome })
       Fs.mkdirSync(paths.mediaDir, { recursive: true })
       Fs.writeFileSync(Path.join(paths.mediaDir, "a.txt"), "hello")
       const base = yield* endpoint(paths, {
@@ -465,7 +466,7 @@ describe("the server's limits", () => {
 
   it.scopedLive("refuses connections over the cap and recovers when they close", () =>
     Effect.gen(function*() {
-      const paths = Paths.make({ home: makeHome() })
+      const paths = Paths.make({ home: yield* tempHome })
       Fs.mkdirSync(paths.mediaDir, { recursive: true })
       Fs.writeFileSync(Path.join(paths.mediaDir, "a.txt"), "hello")
       const logs: Array<string> = []
@@ -513,12 +514,12 @@ describe("skald serve", () => {
 
   it.scopedLive("media links are absolute when the host's address is known (as in skald serve)", () =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const paths = Paths.make({ home })
       // The composition of `skald serve`: the endpoint listens, then the manager gets its URL.
       const base = yield* endpoint(paths)
       const context = yield* Layer.build(
-        Layer.provideMerge(McpManager.layer({ ...fastOptions, mediaBaseUrl: base }), servicesLayer(home))
+        Layer.provideMerge(McpManager.McpManager.Default({ ...fastOptions, mediaBaseUrl: base }), servicesLayer(home))
       )
       const manager = Context.get(context, McpManager.McpManager)
       const demo = Path.join(repoRoot, "scripts", "demo-server.ts")

@@ -7,28 +7,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import { ServerName } from "@skald/domain"
 import { EventRepo, SecretStore, ServerLogs } from "@skald/server"
-import { Chunk, Context, Duration, Effect, Fiber, Layer, Option, Queue, Redacted, Schedule, Stream } from "effect"
+import { Chunk, Context, Effect, Fiber, Layer, Option, Queue, Redacted, Stream } from "effect"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { commandEntry, fixtureEntry, makeHome, servicesLayer, startManager, waitForState } from "./host-support.js"
-import { eventually } from "./support.js"
+import { commandEntry, fixtureEntry, servicesLayer, startManager, tempHome, waitForState } from "./host-support.js"
+import { eventually, eventuallyEffect } from "./support.js"
 
 const linePattern = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z \[[a-z]+\] {1,4} ?\S?/
-
-/** Retries `effect` until `done` holds (a bound against a hang, not a timing assertion). */
-const pollUntil = <A, E>(
-  effect: Effect.Effect<A, E>,
-  done: (a: A) => boolean,
-  within: Duration.DurationInput = "30 seconds"
-) =>
-  effect.pipe(
-    Effect.orDie,
-    Effect.filterOrFail(done, () => "not yet"),
-    Effect.retry(Schedule.spaced("100 millis")),
-    Effect.timeoutFail({ duration: within, onTimeout: () => new Error("gave up waiting") }),
-    Effect.orDie
-  )
 
 const readLines = (file: string): Array<string> =>
   Fs.existsSync(file) ? Fs.readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0) : []
@@ -37,7 +23,7 @@ describe("per-server logs", () => {
   /** The log service of a fresh home, and that home's file for `server`. */
   const logsOf = (server: string) =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const context = yield* Layer.build(servicesLayer(home))
       const logs = Context.get(context, ServerLogs.ServerLogs)
       const file = Path.join(home, "logs", "mcp", `${server}.log`)
@@ -117,7 +103,7 @@ describe("per-server logs", () => {
 
   it.scopedLive("stderr, log records and lifecycle events land in logs/mcp/<name>.log with their tags", () =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const { manager } = yield* startManager(home)
       yield* manager.register(fixtureEntry("chatty", "host"))
       yield* manager.register(commandEntry("broken", "/nonexistent/skald-broken", []))
@@ -152,7 +138,7 @@ describe("per-server logs", () => {
 
   it.scopedLive("a start timeout is a lifecycle line", () =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const { manager } = yield* startManager(home, { startTimeout: "1 second" })
       yield* manager.register(commandEntry("mute", process.execPath, ["-e", "setInterval(() => {}, 1000)"]))
       yield* waitForState(manager, "mute", "failed")
@@ -167,7 +153,7 @@ describe("per-server logs", () => {
     "100,000 stderr lines: calls keep being answered, every line is kept, the file rotates at 5 MB with one backup",
     () =>
       Effect.gen(function*() {
-        const home = makeHome()
+        const home = yield* tempHome
         const { manager } = yield* startManager(home)
         yield* manager.register(fixtureEntry("loud", "host"))
         yield* waitForState(manager, "loud", "connected")
@@ -203,7 +189,7 @@ describe("per-server logs", () => {
 
   it.scopedLive("a server that prints its secret has it redacted from its log file and statuses", () =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const secret = `leaky-${Crypto.randomUUID()}`
       const { context, manager } = yield* startManager(home)
       yield* Context.get(context, SecretStore.SecretStore).set("LEAKY_TOKEN", Redacted.make(secret))
@@ -229,7 +215,7 @@ describe("push events", () => {
     "a burst of 10,000 events lands as 10,000 rows, in order; protocol notifications are not events",
     () =>
       Effect.gen(function*() {
-        const home = makeHome()
+        const home = yield* tempHome
         const { context, manager } = yield* startManager(home)
         const repo = Context.get(context, EventRepo.EventRepo)
         yield* manager.register(fixtureEntry("pusher", "host"))
@@ -242,7 +228,12 @@ describe("push events", () => {
           ),
           "sent 10000"
         )
-        const events = yield* pollUntil(repo.list(), (all) => all.length >= 10_000, "60 seconds")
+        const events = yield* eventuallyEffect(
+          repo.list(),
+          (all) => all.length >= 10_000,
+          "10 000 events stored",
+          "60 seconds"
+        )
         assert.strictEqual(events.length, 10_000)
         events.forEach((e, i) => {
           assert.strictEqual(e.server, "pusher")
@@ -269,7 +260,7 @@ describe("push events", () => {
 
   it.scopedLive("events sent right after initialize are not lost (the sink is in place before the first message)", () =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const { context, manager } = yield* startManager(home)
       const repo = Context.get(context, EventRepo.EventRepo)
       // The raw fixture pushes events as soon as it is initialized, before anyone could subscribe.
@@ -277,7 +268,7 @@ describe("push events", () => {
         commandEntry("eager", process.execPath, [Path.join(import.meta.dirname, "fixtures/eager-events.mjs")])
       )
       yield* waitForState(manager, "eager", "connected")
-      const events = yield* pollUntil(repo.list(), (all) => all.length >= 50)
+      const events = yield* eventuallyEffect(repo.list(), (all) => all.length >= 50, "50 events stored", "30 seconds")
       assert.deepStrictEqual(events.map((e) => (e.params as { n: number }).n), Array.from({ length: 50 }, (_, i) => i))
     }))
 })

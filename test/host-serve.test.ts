@@ -11,7 +11,7 @@ import * as Http from "node:http"
 import * as Path from "node:path"
 import { root, runSkald, skald, startServe, stopProcess } from "./cli-support.js"
 import { fixture } from "./fixtures/fixtures.js"
-import { fixtureEntry, makeHome, servicesLayer, startManager, until, waitForState } from "./host-support.js"
+import { fixtureEntry, makeHome, servicesLayer, startManager, tempHome, until, waitForState } from "./host-support.js"
 import { isAlive } from "./support.js"
 
 /** A GET with the path sent exactly as given (no normalization of `..` or percent-escapes). */
@@ -35,7 +35,7 @@ const run = (home: string, args: ReadonlyArray<string>) => runSkald(args, { env:
 describe("the media endpoint", () => {
   it.scopedLive("serves a saved PNG with its Content-Type and refuses every other name", () =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const { context, manager } = yield* startManager(home)
       const paths = Context.get(context, Paths.Paths)
       yield* manager.register(fixtureEntry("media", "media"))
@@ -92,9 +92,9 @@ describe("the media endpoint", () => {
       }
     }))
 
-  it.effect("a non-loopback address is refused until access tokens exist", () =>
+  it.scoped("a non-loopback address is refused until access tokens exist", () =>
     Effect.gen(function*() {
-      const paths = Paths.make({ home: makeHome() })
+      const paths = Paths.make({ home: yield* tempHome })
       const error = yield* Effect.flip(
         Layer.launch(HttpEndpoints.layer({ host: "0.0.0.0", port: 0 }, () => Effect.void)).pipe(
           Effect.provideService(Paths.Paths, paths)
@@ -117,7 +117,7 @@ describe("the media endpoint", () => {
 describe("skald mcp import", () => {
   it.scopedLive("imports Claude Desktop, .mcp.json and VS Code files: references mapped, literal secrets moved, the rest skipped with reasons", () =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const dir = Fs.mkdtempSync(Path.join(home, "configs-"))
       const write = (name: string, json: unknown) => {
         const file = Path.join(dir, name)

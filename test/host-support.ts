@@ -4,14 +4,18 @@
  */
 import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
 import { HostServices, McpManager, Paths } from "@skald/server"
-import { Context, Effect, Layer, Schedule } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { Duration, Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { fixture, repoRoot } from "./fixtures/fixtures.js"
+import { eventuallyEffect, tempDir } from "./support.js"
 
-/** A fresh, empty Skald home. */
+/** A fresh, empty Skald home, removed with the current scope. */
+export const tempHome: Effect.Effect<string, never, Scope.Scope> = tempDir("home")
+
+/** A fresh, empty Skald home for plain (non-Effect) tests: the folder is left to the OS. */
 export const makeHome = (): string => Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-home-"))
 
 /** Manager options for tests: short timeouts, fast watching and restarts. */
@@ -28,13 +32,17 @@ export const fastOptions: McpManager.Options = {
 }
 
 /** The host services over a home. */
-export const servicesLayer = (home: string) => HostServices.layer(Layer.succeed(Paths.Paths, Paths.make({ home })))
+export const servicesLayer = (home: string) => HostServices.layer(Paths.Paths.Test(home))
+
+/** The host services over a fresh home that is removed when the layer is released. */
+export const tempServicesLayer = Layer.unwrapScoped(Effect.map(tempHome, servicesLayer))
 
 /** A manager over `home`, living as long as the scope, with the host services it stands on. */
 export const startManager = (home: string, options: Partial<McpManager.Options> = {}) =>
-  Layer.build(Layer.provideMerge(McpManager.layer({ ...fastOptions, ...options }), servicesLayer(home))).pipe(
-    Effect.map((context) => ({ manager: Context.get(context, McpManager.McpManager), context }))
-  )
+  Layer.build(Layer.provideMerge(McpManager.McpManager.Default({ ...fastOptions, ...options }), servicesLayer(home)))
+    .pipe(
+      Effect.map((context) => ({ manager: Context.get(context, McpManager.McpManager), context }))
+    )
 
 /** A stdio entry for a fixture (`node [--import tsx] <file>`), with extra env templates. */
 export const fixtureEntry = (
@@ -73,16 +81,11 @@ export const waitForState = (
   state: McpServerEntry.ServerState | "absent",
   within: Duration.DurationInput = "30 seconds"
 ): Effect.Effect<McpServerEntry.ServerSummary | undefined> =>
-  manager.list.pipe(
-    Effect.orDie,
-    Effect.map((all) => all.find((s) => s.name === name)),
-    Effect.filterOrFail((found) => state === "absent" ? found === undefined : found?.state === state),
-    Effect.retry(Schedule.spaced("50 millis")),
-    Effect.timeoutFail({
-      duration: within,
-      onTimeout: () => new Error(`gave up waiting for ${name} to be ${state}`)
-    }),
-    Effect.orDie
+  eventuallyEffect(
+    Effect.map(manager.list, (all) => all.find((s) => s.name === name)),
+    (found) => state === "absent" ? found === undefined : found?.state === state,
+    `${name} to be ${state}`,
+    within
   )
 
 /** Every file under `dir` (recursively), except those under `exclude`. */

@@ -23,14 +23,22 @@ import {
   startEverything,
   startHttpFixture
 } from "./http-support.js"
-import { eventually, expectJson, expectMedia, expectText, makeLogCapture, readRecords, tempFile } from "./support.js"
+import {
+  eventually,
+  expectJson,
+  expectMedia,
+  expectText,
+  makeLogCapture,
+  readRecords,
+  tempRecordFile
+} from "./support.js"
 
 type Rec = Record<string, unknown>
 
 /** A hostile fixture in `mode` with a record file; `records()` reads what it saw so far. */
 const startHostile = (mode: string, env: Record<string, string> = {}) =>
   Effect.gen(function*() {
-    const file = tempFile(`hostile-http-${mode}`)
+    const file = yield* tempRecordFile(`hostile-http-${mode}`)
     const server = yield* startHttpFixture(hostileHttp(mode, { FIXTURE_RECORD: file, ...env }))
     const records = (): Array<Rec> => readRecords(file)
     const ofEvent = (event: string) => records().filter((r) => r.event === event)
@@ -179,7 +187,7 @@ describe("headers", () => {
 
   it.scopedLive("the SDK server with a required token: the right key works, a missing or wrong one is a 401 naming the api key", () =>
     Effect.gen(function*() {
-      const file = tempFile("http-token")
+      const file = yield* tempRecordFile("http-token")
       // (The wrong key is distinctive, so the message can be checked for it.)
       const server = yield* startHttpFixture(
         httpFixture("echo", "stateful", { FIXTURE_TOKEN: "t0ken", FIXTURE_RECORD: file })
@@ -307,7 +315,7 @@ describe("session expiry on the SDK server", () => {
   for (const mode of ["stateful", "json"] as const) {
     it.scopedLive(`${mode}: after a transparent new session, the call succeeds and the server can still reach the client`, () =>
       Effect.gen(function*() {
-        const file = tempFile(`sdk-expire-${mode}`)
+        const file = yield* tempRecordFile(`sdk-expire-${mode}`)
         const records = () => readRecords(file)
         const server = yield* startHttpFixture(
           httpFixture("echo", mode, { FIXTURE_SESSION_REQUESTS: "2", FIXTURE_RECORD: file })
@@ -331,7 +339,7 @@ describe("session expiry on the SDK server", () => {
 describe("stateless SDK server", () => {
   it.scopedLive("no session: no Mcp-Session-Id is sent, the refused GET is tried once, and no DELETE", () =>
     Effect.gen(function*() {
-      const file = tempFile("stateless")
+      const file = yield* tempRecordFile("stateless")
       const server = yield* startHttpFixture(httpFixture("echo", "stateless", { FIXTURE_RECORD: file }))
       const logs = makeLogCapture()
       yield* Effect.scoped(
@@ -368,7 +376,7 @@ describe("message size counts bytes", () => {
 describe("resumption on the SDK server", () => {
   it.scopedLive("a stream the server closes (closeSSEStream) is resumed with Last-Event-ID and the call succeeds", () =>
     Effect.gen(function*() {
-      const file = tempFile("sdk-resume")
+      const file = yield* tempRecordFile("sdk-resume")
       const records = () => readRecords(file)
       const server = yield* startHttpFixture(httpFixture("resumable", "stateful", { FIXTURE_RECORD: file }))
       const logs = makeLogCapture()
@@ -637,7 +645,7 @@ describe("skald CLI over --http", () => {
 
   it.scopedLive("tools --http URL --api-key-env VAR sends the bearer token on every request", () =>
     Effect.gen(function*() {
-      const file = tempFile("cli-token")
+      const file = yield* tempRecordFile("cli-token")
       const server = yield* startHttpFixture(
         httpFixture("echo", "stateful", { FIXTURE_TOKEN: "cli-t0ken", FIXTURE_RECORD: file })
       )

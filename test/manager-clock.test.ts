@@ -10,7 +10,7 @@ import { StatusRepo } from "@skald/server"
 import { Context, Effect, Option, TestClock, TestServices } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { commandEntry, makeHome, startManager } from "./host-support.js"
+import { commandEntry, startManager, tempHome } from "./host-support.js"
 
 /** Real time passing (the test clock stands still): lets processes and the database do their work. */
 const liveSleep = (millis: number) => TestServices.provideLive(Effect.sleep(millis))
@@ -43,7 +43,7 @@ describe("manager timing on the Clock", () => {
     "the backoff sleeps on the Clock; statuses, nextRetryAt and the heartbeat carry its time",
     () =>
       Effect.gen(function*() {
-        const home = makeHome()
+        const home = yield* tempHome
         const { context, manager } = yield* startManager(home, {
           restartBase: "1 second",
           restartMax: "4 seconds",

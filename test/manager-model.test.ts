@@ -11,7 +11,7 @@ import { McpServerRepo, StatusRepo } from "@skald/server"
 import { Context, Effect, Exit, FastCheck as fc, Layer, Schedule, Scope } from "effect"
 import * as Crypto from "node:crypto"
 import { fixture } from "./fixtures/fixtures.js"
-import { makeHome, servicesLayer, startManager } from "./host-support.js"
+import { servicesLayer, startManager, tempHome } from "./host-support.js"
 import { isAlive, processesMatching } from "./support.js"
 
 const names = ["alpha", "beta", "gamma"] as const
@@ -62,7 +62,7 @@ describe("McpManager model", () => {
     [fc.array(command, { minLength: 4, maxLength: 12 })],
     ([commands]) =>
       Effect.gen(function*() {
-        const home = makeHome()
+        const home = yield* tempHome
         const marker = `model-${Crypto.randomUUID()}`
         const entryFor = (n: Name, variant: Variant) => {
           const good = fixture("hostile", undefined, ["silent", marker])

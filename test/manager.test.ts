@@ -16,9 +16,9 @@ import {
   everythingEntry,
   filesUnder,
   fixtureEntry,
-  makeHome,
   servicesLayer,
   startManager,
+  tempHome,
   waitForState
 } from "./host-support.js"
 import { httpFixture, startEverything, startHttpFixture } from "./http-support.js"
@@ -32,7 +32,7 @@ const text = (result: ToolResult.ToolResult): string => {
 describe("McpManager", () => {
   it.scopedLive("registers, calls, toggles, replaces and deletes servers live", () =>
     Effect.gen(function*() {
-      const { manager } = yield* startManager(makeHome())
+      const { manager } = yield* startManager(yield* tempHome)
       yield* manager.register(fixtureEntry("host", "host"))
       yield* manager.register(everythingEntry("everything"))
       const host = yield* waitForState(manager, "host", "connected")
@@ -98,7 +98,7 @@ describe("McpManager", () => {
       const marker = `skald-never-answers-${Crypto.randomUUID()}`
       // Long enough for the good server to start on a loaded machine; the mute one never will.
       // Failed starts are retried after the backoff: minutes here, so this test sees the first failures.
-      const { manager } = yield* startManager(makeHome(), {
+      const { manager } = yield* startManager(yield* tempHome, {
         startTimeout: "8 seconds",
         restartBase: "10 minutes",
         restartMax: "10 minutes"
@@ -124,7 +124,7 @@ describe("McpManager", () => {
 
   it.scopedLive("a crash mid-call fails that call, restarts the server with backoff and leaves the others alone", () =>
     Effect.gen(function*() {
-      const { manager } = yield* startManager(makeHome())
+      const { manager } = yield* startManager(yield* tempHome)
       yield* manager.register(fixtureEntry("fragile", "host"))
       yield* manager.register(fixtureEntry("steady", "host"))
       const fragile = yield* waitForState(manager, "fragile", "connected")
@@ -153,7 +153,7 @@ describe("McpManager", () => {
 
   it.scopedLive("restart delays grow and are capped; the error says when the next attempt comes", () =>
     Effect.gen(function*() {
-      const { manager } = yield* startManager(makeHome(), { restartBase: "300 millis", restartMax: "600 millis" })
+      const { manager } = yield* startManager(yield* tempHome, { restartBase: "300 millis", restartMax: "600 millis" })
       yield* manager.register(fixtureEntry("fragile", "host"))
       yield* waitForState(manager, "fragile", "connected")
       const delays: Array<string> = []
@@ -169,7 +169,7 @@ describe("McpManager", () => {
 
   it.scopedLive("${VAR} resolves from the store, then the environment; an unknown one fails clearly; the secret leaks nowhere", () =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const secret = `s3cr3t-${Crypto.randomUUID()}`
       const envOnly = `env-only-${Crypto.randomUUID()}`
       process.env.SKALD_TEST_ENV_ONLY = envOnly
@@ -240,7 +240,7 @@ describe("McpManager", () => {
 
   it.scopedLive("stdio servers get the home's environment, not the host's: only what they were given, the basics and the home", () =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const hostOnly = `host-only-${Crypto.randomUUID()}`
       process.env.SKALD_TEST_HOST_ONLY = hostOnly
       yield* Effect.addFinalizer(() => Effect.sync(() => delete process.env.SKALD_TEST_HOST_ONLY))
@@ -264,7 +264,7 @@ describe("McpManager", () => {
       const token = `tok-${Crypto.randomUUID()}`
       const server = yield* startHttpFixture(httpFixture("echo", "stateful", { FIXTURE_TOKEN: token }))
       const everything = yield* startEverything("streamableHttp")
-      const { context, manager } = yield* startManager(makeHome())
+      const { context, manager } = yield* startManager(yield* tempHome)
       yield* Context.get(context, SecretStore.SecretStore).set("REMOTE_TOKEN", Redacted.make(token))
       const entry = (name: string, url: string, apiKey?: string) =>
         McpServerEntry.McpServerEntry.make({
@@ -287,7 +287,7 @@ describe("McpManager", () => {
 
   it.scopedLive("one host per database: a live heartbeat of another process refuses a second host", () =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const statuses = yield* Effect.map(Layer.build(servicesLayer(home)), Context.get(StatusRepo.StatusRepo))
       const now = new Date().toISOString()
       // The parent of this test process is alive: its "heartbeat" stands for another host.

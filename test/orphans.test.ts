@@ -6,13 +6,13 @@
  * whatever their command lines look like by then.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Schedule } from "effect"
+import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { runSkald, startServe, stopProcess } from "./cli-support.js"
 import { fixture, fixturePath } from "./fixtures/fixtures.js"
-import { makeHome } from "./host-support.js"
-import { connect, eventually, isAlive, makeLogCapture, processesMatching } from "./support.js"
+import { tempHome } from "./host-support.js"
+import { connect, eventually, eventuallyEffect, isAlive, makeLogCapture, processesMatching } from "./support.js"
 import type { TransportTuning } from "./support.js"
 
 const marker = `skald-orphan-marker-${process.pid}-${Date.now()}`
@@ -122,19 +122,14 @@ const groupMembers = (pgid: number): Array<number> =>
 
 /** Polls (bounded) until `ok` holds for what `get` returns. */
 const until = <A>(what: string, get: () => Promise<A> | A, ok: (a: A) => boolean) =>
-  Effect.promise(async () => await get()).pipe(
-    Effect.filterOrFail(ok, () => `not yet: ${what}`),
-    Effect.retry(Schedule.spaced("100 millis")),
-    Effect.timeoutFail({ duration: "60 seconds", onTimeout: () => new Error(`gave up waiting for ${what}`) }),
-    Effect.orDie
-  )
+  eventuallyEffect(Effect.promise(async () => await get()), ok, what, "60 seconds")
 
 describe("a host that was killed", () => {
   it.live(
     "leaves wrapped servers (npx-style, shebang scripts, an exited leader) and a starting one that the next host stops",
     () =>
       Effect.gen(function*() {
-        const home = makeHome()
+        const home = yield* tempHome
         const host = fixture("host")
         const wrapper = fixturePath("wrapper")
         const script = Path.join(home, "server.sh")

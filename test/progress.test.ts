@@ -13,7 +13,7 @@ import { Effect } from "effect"
 import { runSkald } from "./cli-support.js"
 import { everything, fixture } from "./fixtures/fixtures.js"
 import { makeHome } from "./host-support.js"
-import { connect, eventually, expectText, readRecords, tempFile } from "./support.js"
+import { connect, eventually, expectText, readRecords, tempRecordFile } from "./support.js"
 
 const legacy = (env: Record<string, string> = {}) => fixture("legacy", env, ["stdio"])
 
@@ -43,7 +43,7 @@ describe("progress from real servers", () => {
     "progress restarts the timeout: a call longer than its timeout that reports within it succeeds",
     () =>
       Effect.gen(function*() {
-        const file = tempFile("legacy-progress")
+        const file = yield* tempRecordFile("legacy-progress")
         const client = yield* connect("legacy", legacy({ FIXTURE_RECORD: file }))
         const { onProgress, seen } = collector()
         // 10 reports 100 ms apart: 1.1 s in all, against a 600 ms timeout.
@@ -66,7 +66,7 @@ describe("progress from real servers", () => {
     "maxTotalTimeout bounds a call whose progress keeps it going; it is cancelled",
     () =>
       Effect.gen(function*() {
-        const file = tempFile("legacy-total")
+        const file = yield* tempRecordFile("legacy-total")
         const client = yield* connect("legacy", legacy({ FIXTURE_RECORD: file }), {
           client: { maxTotalTimeout: "1 second" }
         })

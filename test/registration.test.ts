@@ -6,9 +6,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
-import { HostError, McpServerRepo, Registration, SecretStore } from "@skald/server"
+import { HostError, McpServerRepo, Registration, SecretNames, SecretStore } from "@skald/server"
 import { Effect, FastCheck as fc, Option, Redacted } from "effect"
-import { makeHome, servicesLayer } from "./host-support.js"
+import { tempServicesLayer } from "./host-support.js"
 
 const serverName = fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9-]{0,20}$/).filter(ServerName.isValid)
 const varName = fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,10}$/)
@@ -61,7 +61,7 @@ describe("Registration", () => {
         /** A secret as given, from the row: a reference as is; a literal through the store. */
         const given = (value: string, original: string) =>
           Effect.gen(function*() {
-            if (value === original) return assert.isTrue(SecretStore.isReference(original) || original.length === 0)
+            if (value === original) return assert.isTrue(SecretNames.isReference(original) || original.length === 0)
             const name = /^\$\{([A-Za-z0-9_]+)\}$/.exec(value)?.[1]
             assert.isDefined(name, `a moved secret leaves a reference, got ${value}`)
             const value2 = yield* store.get(name!)
@@ -91,7 +91,7 @@ describe("Registration", () => {
         assert.instanceOf(again, HostError.ServerAlreadyRegistered)
         const replaced = yield* registration.register({ ...req, replace: true })
         assert.isTrue(replaced.replaced)
-      }).pipe(Effect.provide(servicesLayer(makeHome()))),
+      }).pipe(Effect.provide(tempServicesLayer)),
     { fastCheck: { numRuns: 30 } }
   )
 
@@ -100,7 +100,7 @@ describe("Registration", () => {
     fc.constantFrom("1BAD", "with-dash", "", "ok_NAME")
   ], ([name, key]) =>
     Effect.gen(function*() {
-      const valid = ServerName.isValid(name) && SecretStore.isValidName(key)
+      const valid = ServerName.isValid(name) && SecretNames.isValidName(key)
       const outcome = yield* Effect.either((yield* Registration.Registration).register({
         name,
         transport: { _tag: "stdio", command: "node", args: [], env: {}, secretEnv: { [key]: "literal-value" } }
@@ -111,7 +111,7 @@ describe("Registration", () => {
         assert.deepStrictEqual(yield* (yield* SecretStore.SecretStore).list, [])
         assert.deepStrictEqual(yield* (yield* McpServerRepo.McpServerRepo).list, [])
       }
-    }).pipe(Effect.provide(servicesLayer(makeHome()))), { fastCheck: { numRuns: 20 } })
+    }).pipe(Effect.provide(tempServicesLayer)), { fastCheck: { numRuns: 20 } })
 
   it.prop(
     "describe never shows a literal api key",

@@ -10,7 +10,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { ServerName } from "@skald/domain"
 import { EventRepo, HostError, McpServerRepo, StatusRepo } from "@skald/server"
 import { Chunk, Context, Effect, Either, Fiber, Layer, Option, Stream, TestClock } from "effect"
-import { commandEntry, makeHome, servicesLayer } from "./host-support.js"
+import { commandEntry, servicesLayer, tempHome } from "./host-support.js"
 
 const openAt = (home: string) =>
   Effect.gen(function*() {
@@ -22,7 +22,7 @@ const openAt = (home: string) =>
       events: Context.get(context, EventRepo.EventRepo)
     }
   })
-const open = Effect.suspend(() => openAt(makeHome()))
+const open = Effect.flatMap(tempHome, openAt)
 
 const corruptRow = <A, E extends { readonly _tag: string }>(effect: Effect.Effect<A, E>) =>
   Effect.map(Effect.either(effect), (result) => {
@@ -174,7 +174,7 @@ describe("repositories", () => {
 
   it.scoped("changes ticks for another connection's commits, not for its own; stamps follow updated_at", () =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const here = yield* openAt(home)
       const there = yield* openAt(home)
       const changes = yield* here.servers.changes("1 second")

@@ -10,7 +10,7 @@ import { StatusRepo } from "@skald/server"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import * as Crypto from "node:crypto"
 import { fixture } from "./fixtures/fixtures.js"
-import { makeHome, servicesLayer, startManager } from "./host-support.js"
+import { servicesLayer, startManager, tempHome } from "./host-support.js"
 import { processesMatching } from "./support.js"
 
 describe("a restart of a starting server", () => {
@@ -19,7 +19,7 @@ describe("a restart of a starting server", () => {
     () =>
       Effect.gen(function*() {
         for (let round = 0; round < 3; round++) {
-          const home = makeHome()
+          const home = yield* tempHome
           const marker = `restart-race-${Crypto.randomUUID()}`
           const good = fixture("hostile", undefined, ["silent", marker])
           const entry = McpServerEntry.McpServerEntry.make({

@@ -8,13 +8,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { ServerName } from "@skald/domain"
-import { Effect, Schedule } from "effect"
+import { Effect } from "effect"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { runSkald } from "./cli-support.js"
 import { fixture, fixturePath } from "./fixtures/fixtures.js"
-import { commandEntry, fixtureEntry, makeHome, startManager, waitForState } from "./host-support.js"
+import { commandEntry, fixtureEntry, makeHome, startManager, tempHome, waitForState } from "./host-support.js"
+import { eventuallyEffect } from "./support.js"
 
 /** The command line of a host fixture that fails its first `failures` starts (counted in `counter`). */
 const flaky = (counter: string, failures: number): ReadonlyArray<string> => {
@@ -31,7 +32,7 @@ const skald = (home: string, args: ReadonlyArray<string>, input?: string) =>
 describe("retries", () => {
   it.scopedLive("a server that fails its first starts is retried by the backoff on its own and connects", () =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const counter = Path.join(home, "starts")
       const { manager } = yield* startManager(home)
       const [command, ...args] = flaky(counter, 2)
@@ -48,7 +49,7 @@ describe("retries", () => {
 
   it.scopedLive("a failed server shows when it is retried; list --json has nextRetryAt", () =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const { manager } = yield* startManager(home, { restartBase: "10 minutes", restartMax: "10 minutes" })
       yield* manager.register(commandEntry("bad", "/nonexistent/skald-command", []))
       const failed = yield* waitForState(manager, "bad", "failed")
@@ -70,7 +71,7 @@ describe("retries", () => {
     "secret set, add again, restart and enable retry a failed server at once, from another process",
     () =>
       Effect.gen(function*() {
-        const home = makeHome()
+        const home = yield* tempHome
         // No retry by the backoff while this test runs: only the triggers can bring a server up.
         const { manager } = yield* startManager(home, { restartBase: "10 minutes", restartMax: "10 minutes" })
 
@@ -113,11 +114,11 @@ describe("retries", () => {
         // A restart of a connected server replaces its process.
         const before = (yield* manager.list).find((s) => s.name === "restart")!.pid
         yield* skald(home, ["mcp", "restart", "restart"])
-        const after = yield* manager.list.pipe(
-          Effect.map((all) => all.find((s) => s.name === "restart")),
-          Effect.filterOrFail((s) => s?.state === "connected" && s.pid !== before),
-          Effect.retry(Schedule.spaced("50 millis").pipe(Schedule.upTo("30 seconds"))),
-          Effect.orDie
+        const after = yield* eventuallyEffect(
+          Effect.map(manager.list, (all) => all.find((s) => s.name === "restart")),
+          (s) => s?.state === "connected" && s.pid !== before,
+          "restart to run in a new process",
+          "30 seconds"
         )
         assert.notStrictEqual(after?.pid, before)
 
@@ -153,7 +154,7 @@ describe("retries", () => {
     "a start that fails with EMFILE (the host is out of file descriptors) is retried and connects once there are some",
     () =>
       Effect.gen(function*() {
-        const { manager } = yield* startManager(makeHome(), { restartMax: "400 millis" })
+        const { manager } = yield* startManager(yield* tempHome, { restartMax: "400 millis" })
         // Take every free descriptor of this process (the one the manager spawns from).
         const hog = yield* Effect.acquireRelease(Effect.sync(exhaustDescriptors), (fds) =>
           Effect.sync(() => fds.splice(0).forEach((fd) => Fs.closeSync(fd))))

@@ -8,16 +8,16 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
-import { McpManager, McpServerRepo, SecretStore } from "@skald/server"
+import { McpManager, McpServerRepo, SecretNames, SecretStore } from "@skald/server"
 import { Context, Effect, Layer, Logger, LogLevel, Redacted } from "effect"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { type Run, runSkald } from "./cli-support.js"
 import { fixture } from "./fixtures/fixtures.js"
-import { filesUnder, makeHome, servicesLayer, startManager, waitForState } from "./host-support.js"
+import { filesUnder, makeHome, servicesLayer, startManager, tempHome, waitForState } from "./host-support.js"
 import { startHttpFixture } from "./http-support.js"
-import { readRecords, tempFile } from "./support.js"
+import { readRecords, tempRecordFile } from "./support.js"
 
 // Files are created as a typical shell would (the modes asserted below are explicit, not the umask's).
 process.umask(0o022)
@@ -68,10 +68,10 @@ describe("moved secrets: one per server and field", () => {
     "servers whose names differ only in case, '-' or '_' each send their own api key; rm removes it",
     () =>
       Effect.gen(function*() {
-        const home = makeHome()
+        const home = yield* tempHome
         const one = `KEY-ONE-${Crypto.randomUUID()}`
         const three = `KEY-THREE-${Crypto.randomUUID()}`
-        const [record1, record2] = [tempFile("secrets-1"), tempFile("secrets-2")]
+        const [record1, record2] = [yield* tempRecordFile("secrets-1"), yield* tempRecordFile("secrets-2")]
         const url1 =
           (yield* startHttpFixture(fixture("http", { FIXTURE_TOKEN: one, FIXTURE_RECORD: record1 }, ["echo", "json"])))
             .url
@@ -126,13 +126,13 @@ describe("moved secrets: one per server and field", () => {
 
   it.scopedLive("the manager's unregister (and a replacing register) removes the moved secrets of that server only", () =>
     Effect.gen(function*() {
-      const home = makeHome()
+      const home = yield* tempHome
       const { context, manager } = yield* startManager(home)
       const store = Context.get(context, SecretStore.SecretStore)
-      const moved = SecretStore.secretNameFor("vault", "TOKEN")
+      const moved = SecretNames.secretNameFor("vault", "TOKEN")
       yield* store.set(moved, Redacted.make("moved-value"))
       yield* store.set("USER_NAMED", Redacted.make("the user's"))
-      yield* store.set(SecretStore.secretNameFor("other", "TOKEN"), Redacted.make("another server's"))
+      yield* store.set(SecretNames.secretNameFor("other", "TOKEN"), Redacted.make("another server's"))
       const entry = McpServerEntry.McpServerEntry.make({
         name: ServerName.make("vault"),
         config: ServerConfig.StdioServerConfig.make({
@@ -145,7 +145,7 @@ describe("moved secrets: one per server and field", () => {
       yield* manager.register(entry)
       yield* waitForState(manager, "vault", "failed")
       yield* manager.unregister(entry.name)
-      assert.deepStrictEqual([...(yield* store.list)], [SecretStore.secretNameFor("other", "TOKEN"), "USER_NAMED"])
+      assert.deepStrictEqual([...(yield* store.list)], [SecretNames.secretNameFor("other", "TOKEN"), "USER_NAMED"])
 
       // register replacing an entry: what it moved in and no longer uses goes, the rest stays.
       yield* store.set(moved, Redacted.make("moved-value"))
@@ -158,14 +158,14 @@ describe("moved secrets: one per server and field", () => {
           env: { OTHER: "${USER_NAMED}" }
         })
       }))
-      assert.deepStrictEqual([...(yield* store.list)], [SecretStore.secretNameFor("other", "TOKEN"), "USER_NAMED"])
+      assert.deepStrictEqual([...(yield* store.list)], [SecretNames.secretNameFor("other", "TOKEN"), "USER_NAMED"])
     }))
 
   it.scopedLive(
     "an old store is migrated on open: moved secrets get their new names; a shared one is left with a warning",
     () =>
       Effect.gen(function*() {
-        const home = makeHome()
+        const home = yield* tempHome
         const http = (name: string, apiKey: string) =>
           McpServerEntry.McpServerEntry.make({
             name: ServerName.make(name),
@@ -257,7 +257,7 @@ describe("redaction cannot be bypassed", () => {
     "a PEM key printed line by line, JSON-escaped and percent-encoded secrets, and a crash's stderr tail in mcp call",
     () =>
       Effect.gen(function*() {
-        const home = makeHome()
+        const home = yield* tempHome
         const pem = pemKey()
         const quoted = `quo"te\\back-${Crypto.randomUUID()}-é`
         const server = fixture("leaky")
@@ -308,7 +308,7 @@ describe("redaction cannot be bypassed", () => {
     "under the manager: the status error, the call's error and the debug log lines hold no form of the secret",
     () =>
       Effect.gen(function*() {
-        const home = makeHome()
+        const home = yield* tempHome
         const pem = pemKey()
         const lines: Array<string> = []
         const logger = Logger.make(({ message }) =>
@@ -392,7 +392,7 @@ describe("file modes", () => {
     "data/ and logs/ are 0700 and their files 0600, an older home's included; the database's -wal and -shm too",
     () =>
       Effect.gen(function*() {
-        const home = makeHome()
+        const home = yield* tempHome
         // An older home: folders and a log file created with the umask's modes.
         Fs.mkdirSync(Path.join(home, "data"), { mode: 0o755 })
         Fs.mkdirSync(Path.join(home, "logs/mcp"), { recursive: true, mode: 0o755 })
@@ -427,7 +427,7 @@ describe("a secrets folder others can read", () => {
     "is pointed out by secret list and set, and at host start, with the chmod that fixes it",
     () =>
       Effect.gen(function*() {
-        const home = makeHome()
+        const home = yield* tempHome
         yield* Effect.promise(() => runOk(home, ["secret", "set", "TOKEN_A"], "a-value"))
         const secrets = Path.join(home, "secrets")
         const fileA = Path.join(secrets, "vars/TOKEN_A")

@@ -2,9 +2,11 @@
  * Helpers shared by the integration tests: connecting a client to a fixture, capturing log lines,
  * reading a fixture's record file, and looking at processes in /proc.
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as FileSystem from "@effect/platform/FileSystem"
 import { assert } from "@effect/vitest"
 import type { McpCallResult, McpError } from "@skald/domain"
-import { McpClient, McpLog, StdioTransport } from "@skald/mcp"
+import { McpClient, StdioTransport } from "@skald/mcp"
 import { Context, Duration, Effect, Layer, Schedule } from "effect"
 import type { Scope } from "effect"
 import * as fs from "node:fs"
@@ -38,24 +40,24 @@ export const connect = (
 ): Effect.Effect<McpClient.Service, McpError.McpError, Scope.Scope> =>
   Layer.build(clientLayer(server, command, options)).pipe(Effect.map(Context.get(McpClient.McpClient)))
 
-/** A sink that keeps every line, and a way to provide it. */
-export const makeLogCapture = () => {
-  const lines: Array<McpLog.McpLogLine> = []
-  const sink: McpLog.Sink = {
-    emit: (line) =>
-      Effect.sync(() => {
-        lines.push(line)
-      })
-  }
-  return {
-    lines,
-    sink,
-    provide: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.provideService(self, McpLog.McpLogSink, sink),
-    withTag: (tag: McpLog.Tag) => lines.filter((l) => l.tag === tag).map((l) => l.text)
-  }
-}
+/** The log capture (one definition, shared with the engine's tests). */
+export { makeLogCapture } from "../packages/mcp/test/utils/LogCapture.js"
 
-/** A fresh temporary file path (the file itself is not created). */
+/**
+ * A fresh temporary folder, removed with the current scope (`FileSystem.makeTempDirectoryScoped`:
+ * acquired before what the test starts in it, so removed after that is stopped).
+ */
+export const tempDir = (prefix: string): Effect.Effect<string, never, Scope.Scope> =>
+  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped({ prefix: `skald-${prefix}-` })).pipe(
+    Effect.provide(NodeFileSystem.layer),
+    Effect.orDie
+  )
+
+/** A fresh file path (the file itself is not created) in a temporary folder removed with the current scope. */
+export const tempRecordFile = (prefix: string): Effect.Effect<string, never, Scope.Scope> =>
+  Effect.map(tempDir(prefix), (dir) => path.join(dir, "record.jsonl"))
+
+/** A fresh temporary file path, for plain (non-Effect) tests: the folder is left to the OS. */
 export const tempFile = (prefix: string): string =>
   path.join(fs.mkdtempSync(path.join(os.tmpdir(), `skald-${prefix}-`)), "record.jsonl")
 
@@ -66,15 +68,26 @@ export const readRecords = (file: string): Array<Record<string, unknown>> =>
     : []
 
 /**
- * Retries `check` every 20 ms until it returns true, failing after `within` (a bound against a
- * hang, never an assertion about time).
+ * Runs `probe` every 20 ms until what it gives passes `accept`, and returns that; dies after
+ * `within` (a bound against a hang, never an assertion about time) or when the probe fails.
  */
-export const eventually = (check: () => boolean, what: string, within: Duration.DurationInput = "10 seconds") =>
-  Effect.suspend(() => (check() ? Effect.void : Effect.fail(`not yet: ${what}`))).pipe(
+export const eventuallyEffect = <A, E, R>(
+  probe: Effect.Effect<A, E, R>,
+  accept: (a: A) => boolean,
+  what: string,
+  within: Duration.DurationInput = "10 seconds"
+): Effect.Effect<A, never, R> =>
+  probe.pipe(
+    Effect.orDie,
+    Effect.filterOrFail(accept, () => `not yet: ${what}`),
     Effect.retry(Schedule.spaced("20 millis")),
     Effect.timeoutFail({ duration: within, onTimeout: () => new Error(`gave up waiting: ${what}`) }),
     Effect.orDie
   )
+
+/** Retries `check` until it returns true (`eventuallyEffect` over a plain check). */
+export const eventually = (check: () => boolean, what: string, within: Duration.DurationInput = "10 seconds") =>
+  Effect.asVoid(eventuallyEffect(Effect.sync(check), (ok) => ok, what, within))
 
 /**
  * True while `pid` is a live process. A zombie (state Z: dead, waiting to be reaped by init) is

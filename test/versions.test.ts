@@ -12,7 +12,7 @@ import { Effect } from "effect"
 import { runSkald } from "./cli-support.js"
 import { fixture } from "./fixtures/fixtures.js"
 import { connectHttp, hostileHttp, httpFixture, startHttpFixture } from "./http-support.js"
-import { connect, expectText, makeLogCapture, readRecords, tempFile } from "./support.js"
+import { connect, expectText, makeLogCapture, readRecords, tempFile, tempRecordFile } from "./support.js"
 
 type Rec = Record<string, unknown>
 
@@ -124,10 +124,10 @@ describe("older protocol versions over HTTP", () => {
   const headersOf = (records: Array<Rec>, method: string) =>
     records.filter((r) => r.method === method).map((r) => r.protocolVersionHeader)
 
-  it.live("a 2024-11-05 server on the legacy HTTP+SSE transport connects with a warning, lists and calls, without MCP-Protocol-Version", () =>
+  it.scopedLive("a 2024-11-05 server on the legacy HTTP+SSE transport connects with a warning, lists and calls, without MCP-Protocol-Version", () =>
     Effect.gen(function*() {
       const logs = makeLogCapture()
-      const file = tempFile("legacy-sse")
+      const file = yield* tempRecordFile("legacy-sse")
       const text = yield* Effect.scoped(Effect.gen(function*() {
         const server = yield* startHttpFixture(legacy("sse", { FIXTURE_RECORD: file }))
         const client = yield* connectHttp("legacy-sse", server.url)
@@ -148,9 +148,9 @@ describe("older protocol versions over HTTP", () => {
       assert.isTrue(records.every((r) => r.protocolVersionHeader === null), JSON.stringify(records))
     }))
 
-  it.live("a 2025-06-18 server gets MCP-Protocol-Version on every request after initialize", () =>
+  it.scopedLive("a 2025-06-18 server gets MCP-Protocol-Version on every request after initialize", () =>
     Effect.gen(function*() {
-      const file = tempFile("legacy-sse-0618")
+      const file = yield* tempRecordFile("legacy-sse-0618")
       yield* Effect.scoped(Effect.gen(function*() {
         const server = yield* startHttpFixture(legacy("sse", { FIXTURE_RECORD: file, FIXTURE_VERSION: "2025-06-18" }))
         const client = yield* connectHttp("sse-0618", server.url)
@@ -162,9 +162,9 @@ describe("older protocol versions over HTTP", () => {
       assert.deepStrictEqual(headersOf(records, "notifications/initialized"), ["2025-06-18"])
     }))
 
-  it.live("streamable HTTP at 2025-03-26: no MCP-Protocol-Version header, and no task augmentation despite the capability", () =>
+  it.scopedLive("streamable HTTP at 2025-03-26: no MCP-Protocol-Version header, and no task augmentation despite the capability", () =>
     Effect.gen(function*() {
-      const file = tempFile("hostile-0326")
+      const file = yield* tempRecordFile("hostile-0326")
       const logs = makeLogCapture()
       const error = yield* Effect.scoped(Effect.gen(function*() {
         const server = yield* startHttpFixture(

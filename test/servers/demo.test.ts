@@ -15,7 +15,16 @@ import * as Http from "node:http"
 import * as Path from "node:path"
 import { repoRoot } from "../fixtures/fixtures.js"
 import { connectHttp } from "../http-support.js"
-import { eventually, expectJson, expectMedia, expectText, makeLogCapture, readRecords, tempFile } from "../support.js"
+import {
+  eventually,
+  expectJson,
+  expectMedia,
+  expectText,
+  makeLogCapture,
+  readRecords,
+  tempFile,
+  tempRecordFile
+} from "../support.js"
 import {
   decodePng,
   decodeWav,
@@ -549,7 +558,7 @@ describe("demo server: other clients", () => {
     "a form-only client gets set_api_key as a masked form field named token; no ticks by default",
     () =>
       Effect.gen(function*() {
-        const own = tempFile("demo-form")
+        const own = yield* tempRecordFile("demo-form")
         const formOnly = scripted(false, () => Effect.succeed({ action: "accept", content: { token: "form-key-123" } }))
         const capture = makeLogCapture()
         const client = yield* StdioTransport.client(

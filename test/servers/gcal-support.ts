@@ -9,11 +9,10 @@ import { Effect, Stream } from "effect"
 import type { Scope } from "effect"
 import * as ChildProcess from "node:child_process"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as Path from "node:path"
 import type { FixtureCommand } from "../fixtures/fixtures.js"
 import { repoRoot } from "../fixtures/fixtures.js"
-import { eventually } from "../support.js"
+import { eventually, tempDir } from "../support.js"
 import { GoogleStandIn, type StandInOptions } from "./google-standin.js"
 
 export const serverScript = Path.join(repoRoot, "scripts", "gcal-server.ts")
@@ -24,10 +23,7 @@ export const standIn = (options: StandInOptions = {}): Effect.Effect<GoogleStand
   Effect.acquireRelease(Effect.promise(() => GoogleStandIn.start(options)), (s) => Effect.promise(() => s.close()))
 
 /** A fresh secrets folder, removed with the scope. */
-export const secretsDir: Effect.Effect<string, never, Scope.Scope> = Effect.acquireRelease(
-  Effect.sync(() => fs.mkdtempSync(Path.join(os.tmpdir(), "skald-gcal-"))),
-  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-)
+export const secretsDir: Effect.Effect<string, never, Scope.Scope> = tempDir("gcal")
 
 export const credsFile = (dir: string): string => Path.join(dir, "google_creds.json")
 export const stateFile = (dir: string): string => Path.join(dir, "gcal_poll_state.json")

@@ -16,9 +16,8 @@ import { Context, Effect, Exit, Layer, Schedule } from "effect"
 import { execFileSync, spawnSync } from "node:child_process"
 import { createHash, generateKeyPairSync } from "node:crypto"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
-import { eventually } from "../support.js"
+import { eventually, tempDir } from "../support.js"
 import {
   acceptedPorts,
   call,
@@ -807,12 +806,11 @@ describe("host keys", () => {
 
   it.scopedLive("hashed known_hosts entries (ssh-keygen -H) are understood; @revoked keys are refused", () =>
     Effect.gen(function*() {
-      const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "skald-kh-"))
+      const tmp = yield* tempDir("kh")
       const file = path.join(tmp, "known_hosts")
       fs.writeFileSync(file, `${hostName()} ssh-ed25519 ${hostKeyBlob()}\n`)
       execFileSync("ssh-keygen", ["-H", "-f", file], { stdio: "ignore" })
       const hashed = fs.readFileSync(file, "utf8")
-      fs.rmSync(tmp, { recursive: true })
       assert.match(hashed, /^\|1\|/)
       const { client } = yield* launch(sshd, { knownHosts: hashed })
       yield* addAlias(client, "h", { key_path: pwUser().key })

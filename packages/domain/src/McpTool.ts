@@ -4,6 +4,7 @@
  * @since 0.1.0
  */
 import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 
 /** A JSON object as it came off the wire. */
@@ -36,7 +37,6 @@ export class McpTool extends Schema.Class<McpTool>("@skald/domain/McpTool")({
   taskSupport: TaskSupport
 }) {}
 
-const isObject = (u: unknown): u is JsonObject => typeof u === "object" && u !== null && !Array.isArray(u)
 const str = (u: unknown): string | undefined => (typeof u === "string" ? u : undefined)
 
 const decodeAnnotations = Schema.decodeUnknownOption(ToolAnnotations)
@@ -47,15 +47,15 @@ const decodeAnnotations = Schema.decodeUnknownOption(ToolAnnotations)
  * ignored, malformed optional fields are dropped); `None` only when there is no usable name.
  */
 export const fromWire = (wire: unknown): Option.Option<McpTool> => {
-  if (!isObject(wire)) return Option.none()
+  if (!Predicate.isRecord(wire)) return Option.none()
   const name = str(wire.name)
   if (name === undefined || name.length === 0) return Option.none()
-  const execution = isObject(wire.execution) ? wire.execution : undefined
+  const execution = Predicate.isRecord(wire.execution) ? wire.execution : undefined
   const ts = execution?.taskSupport
   const taskSupport: TaskSupport = ts === "optional" || ts === "required" ? ts : "forbidden"
-  const title = str(wire.title) ?? (isObject(wire.annotations) ? str(wire.annotations.title) : undefined)
+  const title = str(wire.title) ?? (Predicate.isRecord(wire.annotations) ? str(wire.annotations.title) : undefined)
   const description = str(wire.description)
-  const annotations = isObject(wire.annotations)
+  const annotations = Predicate.isRecord(wire.annotations)
     ? Option.getOrUndefined(decodeAnnotations(wire.annotations))
     : undefined
   // One props object filled in place (no spread temporaries: a 5,000-tool list builds 5,000
@@ -63,8 +63,8 @@ export const fromWire = (wire: unknown): Option.Option<McpTool> => {
   const props = { name } as Mutable<McpTool>
   if (title !== undefined) props.title = title
   if (description !== undefined) props.description = description
-  props.inputSchema = isObject(wire.inputSchema) ? wire.inputSchema : { type: "object" }
-  if (isObject(wire.outputSchema)) props.outputSchema = wire.outputSchema
+  props.inputSchema = Predicate.isRecord(wire.inputSchema) ? wire.inputSchema : { type: "object" }
+  if (Predicate.isRecord(wire.outputSchema)) props.outputSchema = wire.outputSchema
   if (annotations !== undefined) props.annotations = annotations
   props.taskSupport = taskSupport
   return Option.some(build(props))

@@ -7,10 +7,9 @@
 import { McpCallResult } from "@skald/domain"
 import * as Either from "effect/Either"
 import * as Encoding from "effect/Encoding"
+import * as Predicate from "effect/Predicate"
 
 type Json = { readonly [key: string]: unknown }
-
-const isObject = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** The outcome of extraction: the result and anything worth a warning (undecodable media, …). */
 export interface Extracted {
@@ -23,8 +22,8 @@ export interface Extracted {
  * at top level as the seed tolerates.
  */
 export const parseCreateTask = (wire: unknown): McpCallResult.McpTaskHandle | undefined => {
-  if (!isObject(wire)) return undefined
-  const t = isObject(wire.task) ? wire.task : wire
+  if (!Predicate.isRecord(wire)) return undefined
+  const t = Predicate.isRecord(wire.task) ? wire.task : wire
   if (typeof t.taskId !== "string" || typeof t.status !== "string") return undefined
   return new McpCallResult.McpTaskHandle({
     taskId: t.taskId,
@@ -87,7 +86,7 @@ export const extract = (wire: unknown, options?: { readonly taskRequested?: bool
     const task = parseCreateTask(wire)
     if (task !== undefined) return { result: task, warnings: [] }
   }
-  const result = isObject(wire) ? wire : {}
+  const result = Predicate.isRecord(wire) ? wire : {}
   const isError = result.isError === true
   const content = Array.isArray(result.content) ? result.content : []
   const hasStructured = "structuredContent" in result && result.structuredContent !== undefined
@@ -97,7 +96,7 @@ export const extract = (wire: unknown, options?: { readonly taskRequested?: bool
   let i = 0
   for (; i < content.length; i++) {
     const block = content[i]
-    if (!isObject(block) || block.type !== "text") break
+    if (!Predicate.isRecord(block) || block.type !== "text") break
     if (typeof block.text !== "string") continue
     text = texts === 0 ? block.text : `${text}\n${block.text}`
     texts++
@@ -122,7 +121,7 @@ const extractMixed = (
   const texts: Array<string> = []
   const items: Array<McpCallResult.McpMedia> = []
   for (const block of content) {
-    if (!isObject(block)) continue
+    if (!Predicate.isRecord(block)) continue
     switch (block.type) {
       case "text": {
         if (typeof block.text === "string") texts.push(block.text)
@@ -145,7 +144,7 @@ const extractMixed = (
         break
       }
       case "resource": {
-        const resource = isObject(block.resource) ? block.resource : {}
+        const resource = Predicate.isRecord(block.resource) ? block.resource : {}
         const uri = typeof resource.uri === "string" ? resource.uri : undefined
         if (typeof resource.blob === "string") {
           const data = decode(resource.blob)

@@ -10,9 +10,9 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Predicate from "effect/Predicate"
 
 type Json = { readonly [key: string]: unknown }
-const isObject = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** One choice of an enum field. */
 export interface Choice {
@@ -115,7 +115,7 @@ const choicesOf = (schema: Json): ReadonlyArray<Choice> | undefined => {
     return (schema.enum as Array<string>).map((value, i) => ({ value, title: str(names[i]) }))
   }
   const titled = Array.isArray(schema.oneOf) ? schema.oneOf : Array.isArray(schema.anyOf) ? schema.anyOf : undefined
-  if (titled !== undefined && titled.every((c) => isObject(c) && typeof c.const === "string")) {
+  if (titled !== undefined && titled.every((c) => Predicate.isRecord(c) && typeof c.const === "string")) {
     return (titled as Array<Json>).map((c) => ({ value: c.const as string, title: str(c.title) }))
   }
   return undefined
@@ -154,7 +154,7 @@ const fieldOf = (name: string, schema: Json, required: boolean): Field | string 
     case "boolean":
       return { ...base, kind: "boolean", default: typeof schema.default === "boolean" ? schema.default : undefined }
     case "array": {
-      const choices = isObject(schema.items) ? choicesOf(schema.items) : undefined
+      const choices = Predicate.isRecord(schema.items) ? choicesOf(schema.items) : undefined
       if (choices === undefined) return `field '${name}': an array field must be a multi-select of string choices`
       const defaults = Array.isArray(schema.default) && schema.default.every((v) => typeof v === "string")
         ? (schema.default as Array<string>)
@@ -177,13 +177,13 @@ const fieldOf = (name: string, schema: Json, required: boolean): Field | string 
 
 /** Reads a `requestedSchema` into fields; `Left` says why the schema is not a flat form. */
 export const parseForm = (requestedSchema: unknown): Either.Either<ReadonlyArray<Field>, string> => {
-  if (!isObject(requestedSchema)) return Either.left("requestedSchema is not an object")
+  if (!Predicate.isRecord(requestedSchema)) return Either.left("requestedSchema is not an object")
   const properties = requestedSchema.properties === undefined ? {} : requestedSchema.properties
-  if (!isObject(properties)) return Either.left("requestedSchema.properties is not an object")
+  if (!Predicate.isRecord(properties)) return Either.left("requestedSchema.properties is not an object")
   const required = Array.isArray(requestedSchema.required) ? requestedSchema.required : []
   const fields: Array<Field> = []
   for (const [name, schema] of Object.entries(properties)) {
-    if (!isObject(schema)) return Either.left(`field '${name}' has no schema`)
+    if (!Predicate.isRecord(schema)) return Either.left(`field '${name}' has no schema`)
     const field = fieldOf(name, schema, required.includes(name))
     if (typeof field === "string") return Either.left(field)
     fields.push(field)
@@ -251,7 +251,7 @@ const checkValue = (field: Field, value: unknown): string | undefined => {
  */
 export const validate = (fields: ReadonlyArray<Field>, content: unknown): Either.Either<Json, string> => {
   const given = content === undefined ? {} : content
-  if (!isObject(given)) return Either.left("the answer is not an object")
+  if (!Predicate.isRecord(given)) return Either.left("the answer is not an object")
   const out: Record<string, unknown> = {}
   const problems: Array<string> = []
   for (const field of fields) {

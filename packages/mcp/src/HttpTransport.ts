@@ -22,6 +22,7 @@ import * as FiberId from "effect/FiberId"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
+import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
@@ -48,9 +49,6 @@ export interface Options {
   /** The reconnection delay of a dropped stream when the server gave no `retry:` (default 1 s). */
   readonly reconnectDelay?: Duration.DurationInput | undefined
 }
-
-type Json = { readonly [key: string]: unknown }
-const isObject = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const isRequest = (m: JsonRpc.Message): m is JsonRpc.Request => "method" in m && "id" in m
 const isNotification = (m: JsonRpc.Message): m is JsonRpc.Notification => "method" in m && !("id" in m)
@@ -177,12 +175,14 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
     // Tasks live in the session that created them: after a new session, the old ones are gone.
     const taskSessions = new Map<string, string | undefined>()
     const noteTask = (result: unknown) => {
-      if (!isObject(result)) return
-      const task = isObject(result.task) ? result.task : result
+      if (!Predicate.isRecord(result)) return
+      const task = Predicate.isRecord(result.task) ? result.task : result
       if (typeof task.taskId === "string" && typeof task.status === "string") taskSessions.set(task.taskId, sessionId)
     }
     const staleTask = (message: JsonRpc.Message): string | undefined => {
-      if (!isRequest(message) || !message.method.startsWith("tasks/") || !isObject(message.params)) return undefined
+      if (
+        !isRequest(message) || !message.method.startsWith("tasks/") || !Predicate.isRecord(message.params)
+      ) return undefined
       const taskId = message.params.taskId
       if (typeof taskId !== "string" || !taskSessions.has(taskId)) return undefined
       return taskSessions.get(taskId) !== sessionId ? taskId : undefined
@@ -202,10 +202,10 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           if (initialize !== undefined && id === initialize.id && "result" in message.message) {
             const result = message.message.result
             // The header exists since 2025-06-18; an older server gets none (it would not expect it).
-            if (isObject(result) && typeof result.protocolVersion === "string") {
+            if (Predicate.isRecord(result) && typeof result.protocolVersion === "string") {
               protocolVersion = features(result.protocolVersion).versionHeader ? result.protocolVersion : undefined
             }
-          } else if ("result" in message.message && isObject(message.message.result)) {
+          } else if ("result" in message.message && Predicate.isRecord(message.message.result)) {
             const result = message.message.result
             if ("task" in result || "taskId" in result) noteTask(result)
           }
@@ -593,7 +593,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       }
       if (isNotification(message) && message.method === "notifications/cancelled") {
         // Abort the cancelled request's own exchange, then tell the server.
-        const params = isObject(message.params) ? message.params : {}
+        const params = Predicate.isRecord(message.params) ? message.params : {}
         const id = params.requestId
         if (typeof id === "string" || typeof id === "number") inflight.get(id)?.abort()
       }

@@ -16,6 +16,7 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
 import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -183,7 +184,7 @@ export const STOP_REASON = Connection.STOP_REASON
 export const TIMEOUT_REASON = Connection.TIMEOUT_REASON
 
 const path = (root: unknown, ...keys: Array<string>): unknown =>
-  keys.reduce<unknown>((node, key) => (Connection.isObject(node) ? node[key] : undefined), root)
+  keys.reduce<unknown>((node, key) => (Predicate.isRecord(node) ? node[key] : undefined), root)
 
 /**
  * Connects over the `Transport` in context: starts the reader, initializes, and returns the
@@ -245,8 +246,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     // --- tasks and tools/call (what the negotiated revision has) -----------------------------
     const features = Protocol.features(identity.protocolVersion)
     const serverTaskCalls = features.tasks &&
-      Connection.isObject(path(identity.capabilities, "tasks", "requests", "tools", "call"))
-    const serverTaskCancel = Connection.isObject(path(identity.capabilities, "tasks", "cancel"))
+      Predicate.isRecord(path(identity.capabilities, "tasks", "requests", "tools", "call"))
+    const serverTaskCancel = Predicate.isRecord(path(identity.capabilities, "tasks", "cancel"))
     const tasks = TaskCalls.make(
       conn,
       requests,

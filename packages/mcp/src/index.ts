@@ -20,8 +20,10 @@ export * as JsonRpc from "./JsonRpc.js"
 /** The engine: initialize, tools, calls, routing and cancellation, over any transport. */
 export * as McpClient from "./McpClient.js"
 
-/** Diagnostic lines of a connection and the sink they go to. */
+/** Where a connection's events (the notifications outside `notifications/`) go, from initialize on. */
 export * as McpEvents from "./McpEvents.js"
+
+/** Diagnostic lines of a connection and the sink they go to. */
 export * as McpLog from "./McpLog.js"
 
 /** Checks `structuredContent` against a tool's `outputSchema`. */

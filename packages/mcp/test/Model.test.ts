@@ -21,25 +21,8 @@ import { afterAll, assert, describe, it } from "@effect/vitest"
 import type { McpCallResult, McpError } from "@skald/domain"
 import { Elicitation, JsonRpc, McpClient, McpLog } from "@skald/mcp"
 import { Cause, Chunk, Deferred, Effect, Exit, FastCheck as fc, Fiber, FiberId, Option, Scope, TestClock } from "effect"
+import { makeLogCapture } from "./utils/LogCapture.js"
 import * as Memory from "./utils/MemoryTransport.js"
-
-/**
- * KNOWN ENGINE BUG (reported to the lead): a task-augmented tools/call whose call timeout passes
- * before its CreateTaskResult arrives fails with McpTimeout and forgets the request, so a handle
- * that comes later is dropped ("dropped a response to unknown request id") and the task the server
- * created is never cancelled — although a *stopped* call waits `taskHandleGrace` for it and cancels
- * it. While true, the model expects today's behaviour (so the property guards everything else) and
- * the focused test at the end is marked `fails`. When the engine is fixed, set this to false and
- * turn that test's `it.effect.fails` into `it.effect`.
- */
-const KNOWN_BUG_TIMED_OUT_TASK_HANDLE_DROPPED = false
-
-/**
- * KNOWN ENGINE ISSUE (reported to the lead): when the server crashes while a task-augmented call
- * sleeps between polls, the call does not fail until its poller wakes up (up to the 30 s poll
- * bound, or the task's deadline), although every pending request fails at once. While true, the model expects today's behaviour; the focused test below is marked `fails`.
- */
-const KNOWN_BUG_SLEEPING_POLLER_MISSES_CRASH = false
 
 // --- the setting --------------------------------------------------------------------------------
 
@@ -352,11 +335,7 @@ class Model {
   readonly tasks = new Map<string, ModelTask>()
   readonly elicitations: Array<ModelElicitation> = []
 
-  constructor(
-    readonly cancelCap: boolean,
-    readonly orphanTimedOutTaskCalls: boolean,
-    readonly sleepingPollersWaitOutCrash: boolean
-  ) {}
+  constructor(readonly cancelCap: boolean) {}
 
   openElicitations() {
     return this.elicitations.filter((e) => e.closedAt === undefined && !this.scopeClosed)
@@ -556,8 +535,8 @@ class Model {
       case "tools/call": {
         this.settle(call, fail("McpTimeout"))
         if (call.kind === "plain") this.expected.push(sigCancelled(r.sig, McpClient.TIMEOUT_REASON))
-        else if (this.orphanTimedOutTaskCalls) {
-          // Expected by the brief: the task the server may have created is still cancelled.
+        else {
+          // The task the server may have created is still cancelled when its handle comes.
           r.orphaned = true
           r.deadline = this.now + GRACE
           this.pending.push(r)
@@ -581,10 +560,8 @@ class Model {
       if (r.orphaned || r.call === undefined) continue
       this.settle(r.call, fail(this.closed))
     }
-    if (!this.sleepingPollersWaitOutCrash) {
-      // Expected: a task call between polls learns of the crash at once, too.
-      for (const c of this.calls) if (c.wakeAt !== undefined) this.settle(c, fail(this.closed))
-    }
+    // A task call between polls learns of the crash at once, too.
+    for (const c of this.calls) if (c.wakeAt !== undefined) this.settle(c, fail(this.closed))
   }
 
   openElicitation(key: string) {
@@ -696,18 +673,15 @@ const macrotask = Effect.async<void>((resume) => {
 
 const sorted = (xs: ReadonlyArray<string>) => xs.slice().sort()
 
-const runSequence = (
-  input: Run,
-  options: { readonly orphanTimedOutTaskCalls: boolean; readonly sleepingPollersWaitOutCrash: boolean }
-) =>
+const runSequence = (input: Run) =>
   Effect.gen(function*() {
     const trace: Array<string> = []
     const failWith = (what: string): never => {
       const setting = `profile=${input.profile}, cancel=${input.cancel}, prompt=${input.prompt}, ending=${input.ending}`
       throw new Error(`${what}\n--- trace (${setting}):\n${trace.join("\n")}`)
     }
-    const model = new Model(input.cancel, options.orphanTimedOutTaskCalls, options.sleepingPollersWaitOutCrash)
-    const log = Memory.recordingSink()
+    const model = new Model(input.cancel)
+    const log = makeLogCapture()
 
     // The app's elicitation handler: waits for the test to answer (keyed by the request's message).
     const asks = new Map<string, Deferred.Deferred<Elicitation.Response>>()
@@ -834,7 +808,7 @@ const runSequence = (
           )
         }
         // Answers to requests nobody waits for any more are dropped with a warning, and only those.
-        const lines = log.lines()
+        const lines = [...log.lines]
         const dropped = lines.slice(logSeen).flatMap((l) => {
           const m = /^dropped a response to unknown request id (.*)$/.exec(l.text)
           return m === null ? [] : [m[1]!]
@@ -1181,7 +1155,7 @@ const runSequence = (
         bump(`elicitation ${e.expired ? "expired" : e.closedAt === undefined ? "closed" : "answered"}`)
       }
       if (crashed) bump("crashed")
-      for (const l of log.lines()) bump(`log ${l.tag} ${l.text.replace(/[0-9]+/g, "N").slice(0, 50)}`)
+      for (const l of log.lines) bump(`log ${l.tag} ${l.text.replace(/[0-9]+/g, "N").slice(0, 50)}`)
     }
   })
 const stats = new Map<string, number>()
@@ -1328,17 +1302,13 @@ describe("McpClient model", () => {
   it.effect.prop(
     "random call / stop / timeout / answer / task / elicitation / crash sequences behave as the model says",
     { run },
-    ({ run }) =>
-      runSequence(run, {
-        orphanTimedOutTaskCalls: !KNOWN_BUG_TIMED_OUT_TASK_HANDLE_DROPPED,
-        sleepingPollersWaitOutCrash: KNOWN_BUG_SLEEPING_POLLER_MISSES_CRASH
-      }),
+    ({ run }) => runSequence(run),
     // MODEL_RUNS=3000 for a longer search (15–20 runs a second here).
     { fastCheck: { numRuns: RUNS }, timeout: Math.max(60_000, RUNS * 100) }
   )
 
   const connectForTasks = Effect.gen(function*() {
-    const log = Memory.recordingSink()
+    const log = makeLogCapture()
     const { client, peer } = yield* Memory.connect({
       peer: { capabilities: capabilities(true) },
       client: clientOptions
@@ -1359,7 +1329,7 @@ describe("McpClient model", () => {
       }
     })
 
-  // Was KNOWN_BUG_SLEEPING_POLLER_MISSES_CRASH (fixed: closing the connection wakes pollers).
+  // A regression test: closing the connection wakes the pollers.
   it.effect("a task call sleeping between polls fails at once when the server crashes", () =>
     Effect.scoped(Effect.gen(function*() {
       const { client, peer } = yield* connectForTasks
@@ -1369,13 +1339,12 @@ describe("McpClient model", () => {
       yield* sleepingUntil(10_000) // the poller sleeps its pollInterval
       yield* peer.fail(Memory.serverExited())
       for (let i = 0; i < 20; i++) yield* macrotask
-      // Expected: McpServerExited now, like every pending request. Actual: still running; it fails
-      // only when the poller wakes at t=10 s and its tasks/get finds the connection closed.
+      // McpServerExited now, like every pending request (not when the poller wakes at t=10 s).
       const exit = call.unsafePoll()
       assert.deepStrictEqual(exit === null ? "running" : outcomeOf(exit), fail("McpServerExited"))
     })))
 
-  // Was KNOWN_BUG_TIMED_OUT_TASK_HANDLE_DROPPED (fixed: a timed-out task call waits for its handle too).
+  // A regression test: a timed-out task call waits for its handle too, as a stopped one does.
   it.effect("a task call that timed out before its handle came still cancels the task when the handle comes", () =>
     Effect.scoped(Effect.gen(function*() {
       const { client, log, peer } = yield* connectForTasks
@@ -1390,12 +1359,12 @@ describe("McpClient model", () => {
       yield* peer.push(JsonRpc.success(request.id, { task: taskWire("late", "working", 1_000, null) }))
       for (let i = 0; i < 20; i++) yield* macrotask
       const cancels = peer.history().filter((m) => Memory.isRequest(m) && m.method === "tasks/cancel")
-      // Expected: one tasks/cancel {taskId: "late"}, as after a stop. Actual: none; the log says
-      // "dropped a response to unknown request id 2" and the task runs on until its ttl.
+      // One tasks/cancel {taskId: "late"}, as after a stop (not "dropped a response to unknown
+      // request id 2" and the task left to its ttl).
       assert.deepStrictEqual(
         cancels.map((m) => paramsOf(m as JsonRpc.Request).taskId),
         ["late"],
-        `log: ${JSON.stringify(log.lines().map((l) => l.text))}`
+        `log: ${JSON.stringify(log.lines.map((l) => l.text))}`
       )
     })))
 })

@@ -18,6 +18,7 @@ import {
   Stream,
   TestClock
 } from "effect"
+import { makeLogCapture } from "./utils/LogCapture.js"
 import * as Memory from "./utils/MemoryTransport.js"
 
 // --- helpers --------------------------------------------------------------------------------------
@@ -192,7 +193,7 @@ describe("McpClient routing", () => {
     { scenario },
     ({ scenario: { calls, extras, idBase, order } }) =>
       Effect.gen(function*() {
-        const { lines, sink } = Memory.recordingSink()
+        const { lines, sink } = makeLogCapture()
         const expectedLogs: Array<McpLog.McpLogLine> = []
         const expectedEvents: Array<JsonRpc.Notification> = []
         const expectedProgress: Array<JsonRpc.Notification> = []
@@ -301,7 +302,7 @@ describe("McpClient routing", () => {
           // Events and protocol notifications arrive in order; log lines went to the sink.
           deepStrictEqual(yield* takeUntil(events, "event/_done"), expectedEvents)
           deepStrictEqual(yield* takeUntil(notifications, "notifications/_done"), expectedProgress)
-          deepStrictEqual(lines().filter((l) => l.tag !== "lifecycle"), expectedLogs)
+          deepStrictEqual(lines.filter((l) => l.tag !== "lifecycle"), expectedLogs)
 
           // Every server request is answered: ping with {}, anything else with -32601.
           const answers = new Map<string, JsonRpc.Success | JsonRpc.Failure>()
@@ -356,7 +357,7 @@ describe("McpClient routing", () => {
     { s: interruptScenario },
     ({ s: { lateFails, order, stopped, vias } }) =>
       Effect.gen(function*() {
-        const { lines, sink } = Memory.recordingSink()
+        const { lines, sink } = makeLogCapture()
         const stoppedIds: Array<JsonRpc.RequestId> = []
         const peer = yield* Effect.gen(function*() {
           const { client, peer } = yield* Memory.connect()
@@ -404,7 +405,7 @@ describe("McpClient routing", () => {
           return peer
         }).pipe(Effect.scoped, Effect.provideService(McpLog.McpLogSink, sink))
 
-        const warnings = lines().filter((l) => l.tag === "warning").map((l) => l.text)
+        const warnings = lines.filter((l) => l.tag === "warning").map((l) => l.text)
         const late = order.filter((i) => stopped.includes(i)).map((i) => stoppedIds[stopped.indexOf(i)])
         deepStrictEqual(
           warnings,
@@ -417,7 +418,7 @@ describe("McpClient routing", () => {
 
   it.effect("a second answer to the same request is dropped with a warning", () =>
     Effect.gen(function*() {
-      const { lines, sink } = Memory.recordingSink()
+      const { lines, sink } = makeLogCapture()
       let id: JsonRpc.RequestId | undefined
       yield* Effect.gen(function*() {
         const { client, peer } = yield* Memory.connect()
@@ -435,7 +436,7 @@ describe("McpClient routing", () => {
         deepStrictEqual(cancelledIn(peer.history()), [])
       }).pipe(Effect.scoped, Effect.provideService(McpLog.McpLogSink, sink))
       deepStrictEqual(
-        lines().filter((l) => l.tag === "warning").map((l) => l.text),
+        lines.filter((l) => l.tag === "warning").map((l) => l.text),
         [id, id, 12345, null].map((i) => `dropped a response to unknown request id ${JSON.stringify(i)}`)
       )
     }))
@@ -444,7 +445,7 @@ describe("McpClient routing", () => {
 
   it.effect("a call timeout fails with McpTimeout and sends one notifications/cancelled with reason timeout", () =>
     Effect.gen(function*() {
-      const { lines, sink } = Memory.recordingSink()
+      const { lines, sink } = makeLogCapture()
       let callId: JsonRpc.RequestId | undefined
       const peer = yield* Effect.gen(function*() {
         const { client, peer } = yield* Memory.connect()
@@ -465,7 +466,7 @@ describe("McpClient routing", () => {
         return peer
       }).pipe(Effect.scoped, Effect.provideService(McpLog.McpLogSink, sink))
       assert.strictEqual(cancelledIn(peer.history()).length, 1)
-      deepStrictEqual(lines().filter((l) => l.tag === "warning").map((l) => l.text), [
+      deepStrictEqual(lines.filter((l) => l.tag === "warning").map((l) => l.text), [
         `dropped a response to unknown request id ${JSON.stringify(callId)}`
       ])
     }))

@@ -7,6 +7,7 @@ import { deepStrictEqual } from "@effect/vitest/utils"
 import { McpError } from "@skald/domain"
 import { JsonRpc, McpClient, McpLog } from "@skald/mcp"
 import { Chunk, Effect, Either, Exit, Fiber, TestClock } from "effect"
+import { makeLogCapture } from "./utils/LogCapture.js"
 import * as Memory from "./utils/MemoryTransport.js"
 
 const TASKS = { tools: {}, tasks: { requests: { tools: { call: {} } }, cancel: {} } }
@@ -48,7 +49,7 @@ const startCall = (
   progress?: Array<McpClient.TaskProgress>
 ) =>
   Effect.gen(function*() {
-    const log = Memory.recordingSink()
+    const log = makeLogCapture()
     const { client: c, peer } = yield* Memory.connect({ peer: { capabilities }, client }).pipe(
       Effect.provideService(McpLog.McpLogSink, log.sink)
     )
@@ -97,7 +98,7 @@ describe("task-augmented tools/call", () => {
 
   it.scoped("a required tool on a server without task calls is a typed error, and nothing is called", () =>
     Effect.gen(function*() {
-      const log = Memory.recordingSink()
+      const log = makeLogCapture()
       const { client, peer } = yield* Memory.connect({ peer: { capabilities: { tools: {} } } }).pipe(
         Effect.provideService(McpLog.McpLogSink, log.sink)
       )
@@ -172,7 +173,7 @@ describe("task-augmented tools/call", () => {
       yield* Fiber.interrupt(call)
       assert.strictEqual(sent(peer, "tasks/cancel").length, 0)
       assert.strictEqual(sent(peer, "notifications/cancelled").length, 0)
-      assert.isTrue(log.lines().some((l) => l.tag === "warning" && l.text.includes("abandoned task t4")))
+      assert.isTrue(log.lines.some((l) => l.tag === "warning" && l.text.includes("abandoned task t4")))
     }))
 
   it.scoped("the task's ttl bounds the wait: at the deadline the call fails McpTaskExpired and the task is cancelled", () =>
@@ -281,6 +282,6 @@ describe("task-augmented tools/call", () => {
       yield* Effect.yieldNow()
       assert.strictEqual(sent(peer, "tasks/cancel").length, 0)
       yield* Effect.repeatN(Effect.yieldNow(), 20)
-      assert.isTrue(log.lines().some((l) => l.text.includes(`unknown request id ${request.id}`)))
+      assert.isTrue(log.lines.some((l) => l.text.includes(`unknown request id ${request.id}`)))
     }))
 })

@@ -50,7 +50,7 @@ export class CannotListen extends Schema.TaggedError<CannotListen>("@skald/serve
  */
 export const layer = (options: Options) =>
   Layer.unwrapEffect(Effect.gen(function*() {
-    const services = HostServices.layer(Paths.layer(options.home))
+    const services = HostServices.layer(Paths.Default(options.home))
     const listening = yield* Deferred.make<string>()
     const http = HttpEndpoints.layer(
       { host: options.host, port: options.port },
@@ -74,7 +74,7 @@ export const layer = (options: Options) =>
     ).pipe(Layer.provide(AppMetaRepo.layer))
     const manager = Layer.unwrapEffect(
       Effect.map(Deferred.await(listening), (url) =>
-        McpManager.layer({
+        McpManager.McpManager.Default({
           startTimeout: options.startTimeout,
           callTimeout: options.callTimeout,
           mediaBaseUrl: url

@@ -10,7 +10,7 @@ export * as Cli from "./cli/Cli.js"
 /** Where the host keeps its files (`SKALD_HOME` and the per-folder overrides). */
 export * as Paths from "./host/Paths.js"
 
-/** The host's database, repositories, secret store and HTTP client, from one home. */
+/** The host's database, repositories, secret store, server logs, event recorder and registration, from one home. */
 export * as HostServices from "./host/HostServices.js"
 
 /** The server registry (`mcp_servers`). */
@@ -18,6 +18,9 @@ export * as McpServerRepo from "./host/McpServerRepo.js"
 
 /** Runtime statuses and the host heartbeat. */
 export * as StatusRepo from "./host/StatusRepo.js"
+
+/** Secret names and `${NAME}` references: validation, and the names moved secrets get (`MCP_<SERVER>__<FIELD>`). */
+export * as SecretNames from "./host/SecretNames.js"
 
 /** `${NAME}` secrets: the store and their resolution. */
 export * as SecretStore from "./host/SecretStore.js"
@@ -48,6 +51,9 @@ export * as EventRepo from "./host/EventRepo.js"
 
 /** Push events: the recorder that writes them. */
 export * as EventRecorder from "./host/EventRecorder.js"
+
+/** The media store: call results to tool results, media saved under `mcp_media/`. */
+export * as MediaStore from "./host/MediaStore.js"
 
 /** The host's HTTP endpoints (media files). */
 export * as HttpEndpoints from "./host/HttpEndpoints.js"

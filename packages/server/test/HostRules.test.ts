@@ -6,7 +6,16 @@
 import { assert, describe, it } from "@effect/vitest"
 import { McpError, ServerName } from "@skald/domain"
 import type { McpLog } from "@skald/mcp"
-import { ConfigImport, HttpEndpoints, Paths, Redactor, SecretStore, ServerEnvironment, ServerLogs } from "@skald/server"
+import {
+  ConfigImport,
+  HttpEndpoints,
+  Paths,
+  Redactor,
+  SecretNames,
+  SecretStore,
+  ServerEnvironment,
+  ServerLogs
+} from "@skald/server"
 import { Either, FastCheck as fc, Redacted } from "effect"
 import * as Path from "node:path"
 
@@ -71,7 +80,7 @@ describe("secret references", () => {
     ([parts]) => {
       const template = parts.map((p) => ("ref" in p ? `\${${p.ref}}` : p.text)).join("")
       const expected = [...new Set(parts.flatMap((p) => ("ref" in p ? [p.ref] : [])))]
-      assert.deepStrictEqual(SecretStore.references(template), expected)
+      assert.deepStrictEqual(SecretNames.references(template), expected)
     }
   )
 
@@ -124,8 +133,8 @@ describe("secret references", () => {
     "a moved secret's name is a valid store name for every valid server name and field",
     [serverName, field],
     ([server, key]) => {
-      const name = SecretStore.secretNameFor(server, key)
-      assert.isTrue(SecretStore.isValidName(name), name)
+      const name = SecretNames.secretNameFor(server, key)
+      assert.isTrue(SecretNames.isValidName(name), name)
       assert.isTrue(name.endsWith(`__${key}`))
     }
   )
@@ -136,20 +145,20 @@ describe("secret references", () => {
     field
   ], ([[a, b], f, g]) => {
     fc.pre(a !== b && ServerName.isValid(b))
-    assert.notStrictEqual(SecretStore.secretNameFor(a, f).toLowerCase(), SecretStore.secretNameFor(b, g).toLowerCase())
+    assert.notStrictEqual(SecretNames.secretNameFor(a, f).toLowerCase(), SecretNames.secretNameFor(b, g).toLowerCase())
   })
 
   it.prop("one server's fields get distinct names", [serverName, field, field], ([server, f, g]) => {
     fc.pre(f !== g)
-    assert.notStrictEqual(SecretStore.secretNameFor(server, f), SecretStore.secretNameFor(server, g))
+    assert.notStrictEqual(SecretNames.secretNameFor(server, f), SecretNames.secretNameFor(server, g))
   })
 
   it("plain names stay readable; the old rule's collisions are gone", () => {
-    assert.strictEqual(SecretStore.secretNameFor("google-calendar", "API_KEY"), "MCP_GOOGLE_CALENDAR__API_KEY")
-    assert.strictEqual(SecretStore.secretNameFor("A-B", "API_KEY"), "MCPX_9A909B__API_KEY")
+    assert.strictEqual(SecretNames.secretNameFor("google-calendar", "API_KEY"), "MCP_GOOGLE_CALENDAR__API_KEY")
+    assert.strictEqual(SecretNames.secretNameFor("A-B", "API_KEY"), "MCPX_9A909B__API_KEY")
     assert.strictEqual(
-      SecretStore.legacySecretNameFor("a-b", "API_KEY"),
-      SecretStore.legacySecretNameFor("A_B", "API_KEY")
+      SecretNames.legacySecretNameFor("a-b", "API_KEY"),
+      SecretNames.legacySecretNameFor("A_B", "API_KEY")
     )
   })
 })
@@ -312,7 +321,7 @@ describe("config import", () => {
       for (const [key, value] of Object.entries(env)) {
         if (/token|key|secret|password/i.test(key) && value.length > 0) assert.match(value, /^\$\{[A-Z0-9_]+\}$/)
       }
-      for (const s of o.secrets) assert.isTrue(SecretStore.isValidName(s.name))
+      for (const s of o.secrets) assert.isTrue(SecretNames.isValidName(s.name))
     }
   })
 })

@@ -12,9 +12,9 @@ import { Effect } from "effect"
 import type { Scope } from "effect"
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { tempDir } from "../../support.js"
 
 export const here = path.dirname(fileURLToPath(import.meta.url))
 export const repoRoot = path.resolve(here, "..", "..", "..")
@@ -230,7 +230,7 @@ export const launch = (
   options: LaunchOptions = {}
 ): Effect.Effect<Launched, McpError.McpError, Scope.Scope> =>
   Effect.gen(function*() {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "skald-ssh-test-"))
+    const dir = yield* tempDir("ssh-test")
     const home = path.join(dir, "home")
     fs.mkdirSync(home)
     const knownHostsFile = path.join(dir, "known_hosts")
@@ -265,7 +265,6 @@ export const launch = (
       connecting = Effect.provideService(connecting, Elicitation.ElicitationHandler, options.handler)
     }
     const client = yield* Effect.provideService(connecting, McpLog.McpLogSink, sink)
-    yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
     return { client, dir, aliasesFile: path.join(secretsDir, "ssh_aliases.json"), knownHostsFile, logs }
   })
 

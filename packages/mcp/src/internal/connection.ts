@@ -19,8 +19,6 @@ import * as TaskPoller from "./taskPoller.js"
 /** A JSON object as it came off the wire. */
 export type JsonObject = McpTool.JsonObject
 
-export const isObject = (u: unknown): u is JsonObject => typeof u === "object" && u !== null && !Array.isArray(u)
-
 /** The error code of "URL elicitation required" (2025-11-25). */
 export const URL_ELICITATION_REQUIRED = -32042
 /** Reason sent in `notifications/cancelled` when the waiting fiber was interrupted by a stop. */

@@ -5,10 +5,11 @@
  */
 import { McpError } from "@skald/domain"
 import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
 import type * as Elicitation from "../Elicitation.js"
 import type { ServerIdentity } from "../McpClient.js"
 import * as Protocol from "../Protocol.js"
-import { type Connection, isObject } from "./connection.js"
+import type { Connection } from "./connection.js"
 
 export const initialize = (
   conn: Connection,
@@ -37,14 +38,14 @@ export const initialize = (
       conn.settings.startTimeoutMillis,
       false
     )
-    if (!isObject(result) || typeof result.protocolVersion !== "string") {
+    if (!Predicate.isRecord(result) || typeof result.protocolVersion !== "string") {
       return yield* new McpError.McpProtocolError({
         server: conn.server,
         detail: "the initialize answer has no protocolVersion"
       })
     }
     const version = result.protocolVersion
-    const info = isObject(result.serverInfo) ? result.serverInfo : {}
+    const info = Predicate.isRecord(result.serverInfo) ? result.serverInfo : {}
     if (conn.settings.nameFromServerInfo && typeof info.name === "string" && info.name.trim().length > 0) {
       conn.server = info.name.trim()
       conn.renamed = conn.server !== conn.transport.server
@@ -66,7 +67,7 @@ export const initialize = (
     yield* notify("notifications/initialized")
     return {
       protocolVersion: version,
-      capabilities: isObject(result.capabilities) ? result.capabilities : {},
+      capabilities: Predicate.isRecord(result.capabilities) ? result.capabilities : {},
       serverInfo: info,
       instructions: typeof result.instructions === "string" ? result.instructions : undefined
     } satisfies ServerIdentity

@@ -6,12 +6,13 @@
 import { McpError } from "@skald/domain"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
 import * as PubSub from "effect/PubSub"
 import * as Scope from "effect/Scope"
 import type * as JsonRpc from "../JsonRpc.js"
 import type * as McpEvents from "../McpEvents.js"
 import * as McpLog from "../McpLog.js"
-import { type Connection, isObject } from "./connection.js"
+import type { Connection } from "./connection.js"
 import * as DirectDelivery from "./directDelivery.js"
 import type { Requests } from "./requests.js"
 import type { ServerRequests } from "./serverRequests.js"
@@ -42,7 +43,7 @@ export const make = (conn: Connection, routes: Routes): Effect.Effect<void> => {
   const { pending, onResponse, closeWith } = requests
 
   const onNotification = (message: JsonRpc.Notification): Effect.Effect<void> => {
-    const params = isObject(message.params) ? message.params : {}
+    const params = Predicate.isRecord(message.params) ? message.params : {}
     switch (message.method) {
       case "notifications/message": {
         const level = McpLog.isLevel(params.level) ? params.level : "info"

@@ -14,12 +14,12 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
+import * as Predicate from "effect/Predicate"
 import * as RuntimeFlags from "effect/RuntimeFlags"
 import * as JsonRpc from "../JsonRpc.js"
 import type { Progress, RequestOptions } from "../McpClient.js"
 import {
   type Connection,
-  isObject,
   type JsonObject,
   STOP_REASON,
   TIMEOUT_REASON,
@@ -365,9 +365,9 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
       })
 
     const urlElicitationRequired = (method: string, error: JsonRpc.ErrorObject) => {
-      const data = isObject(error.data) ? error.data : {}
+      const data = Predicate.isRecord(error.data) ? error.data : {}
       const list = Array.isArray(data.elicitations) ? data.elicitations : []
-      const urls = list.filter(isObject).filter((e) => typeof e.url === "string").map((e) => ({
+      const urls = list.filter(Predicate.isRecord).filter((e) => typeof e.url === "string").map((e) => ({
         url: e.url as string,
         ...(typeof e.message === "string" ? { message: e.message } : {}),
         ...(typeof e.elicitationId === "string" ? { elicitationId: e.elicitationId } : {})

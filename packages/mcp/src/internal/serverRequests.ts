@@ -10,10 +10,11 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as FiberMap from "effect/FiberMap"
+import * as Predicate from "effect/Predicate"
 import type * as Scope from "effect/Scope"
 import * as Elicitation from "../Elicitation.js"
 import * as JsonRpc from "../JsonRpc.js"
-import { type Connection, isObject } from "./connection.js"
+import type { Connection } from "./connection.js"
 
 /** One connection's handling of server requests. */
 export interface ServerRequests {
@@ -70,7 +71,7 @@ export const make = (
       if (elicitationHandler === undefined) return Effect.succeed({ action: "decline" })
       const handler = elicitationHandler
       const server = conn.server
-      const p = isObject(params) ? params : {}
+      const p = Predicate.isRecord(params) ? params : {}
       const message = typeof p.message === "string" ? p.message : ""
       const mode = p.mode === undefined ? "form" : p.mode
       let request: Elicitation.Request

@@ -5,10 +5,11 @@
 import { McpError, McpTool } from "@skald/domain"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
 import type * as Scope from "effect/Scope"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import type { ToolList } from "../McpClient.js"
-import { type Connection, isObject, type JsonObject } from "./connection.js"
+import type { Connection, JsonObject } from "./connection.js"
 
 /** One connection's tool cache. */
 export interface ToolCache {
@@ -48,13 +49,13 @@ export const make = (
       let cursor: string | undefined
       for (let page = 1; page <= maxToolPages; page++) {
         const result = yield* request("tools/list", cursor === undefined ? {} : { cursor })
-        if (!isObject(result) || !Array.isArray(result.tools)) {
+        if (!Predicate.isRecord(result) || !Array.isArray(result.tools)) {
           return yield* new McpError.McpProtocolError({
             server: conn.server,
             detail: "tools/list answered without a tools array"
           })
         }
-        for (const tool of result.tools) if (isObject(tool)) wire.push(tool)
+        for (const tool of result.tools) if (Predicate.isRecord(tool)) wire.push(tool)
         cursor = typeof result.nextCursor === "string" ? result.nextCursor : undefined
         if (cursor === undefined) break
         if (page === maxToolPages) {

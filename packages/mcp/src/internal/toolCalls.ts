@@ -8,13 +8,14 @@ import type { McpTool } from "@skald/domain"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Predicate from "effect/Predicate"
 import * as RuntimeFlags from "effect/RuntimeFlags"
 import * as CallResult from "../CallResult.js"
 import * as JsonRpc from "../JsonRpc.js"
 import type { CallOutcome, RequestOptions } from "../McpClient.js"
 import * as OutputSchema from "../OutputSchema.js"
 import type * as Protocol from "../Protocol.js"
-import { type Connection, isObject, type JsonObject } from "./connection.js"
+import type { Connection, JsonObject } from "./connection.js"
 import { PendingEntry, type Requests } from "./requests.js"
 import * as Span from "./span.js"
 import type { ToolCache } from "./toolCache.js"
@@ -104,7 +105,7 @@ export const make = (
     )
 
   const finishCall = (name: string, tool: McpTool.McpTool | undefined, raw: unknown): Effect.Effect<CallOutcome> => {
-    const wire = isObject(raw) ? raw : {}
+    const wire = Predicate.isRecord(raw) ? raw : {}
     const { result, warnings } = CallResult.extract(wire)
     let problems: Array<string> | undefined
     if (warnings.length > 0) problems = warnings.map((warning) => `tool ${name}: ${warning}`)

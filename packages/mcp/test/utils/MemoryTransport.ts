@@ -6,7 +6,6 @@
 import { McpError } from "@skald/domain"
 import * as JsonRpc from "@skald/mcp/JsonRpc"
 import * as McpClient from "@skald/mcp/McpClient"
-import * as McpLog from "@skald/mcp/McpLog"
 import * as Protocol from "@skald/mcp/Protocol"
 import { type Service, Transport } from "@skald/mcp/Transport"
 import * as Effect from "effect/Effect"
@@ -146,18 +145,6 @@ export const connect = (
     const client = yield* Fiber.join(starting)
     return { client, peer, initialize }
   })
-
-/** An `McpLogSink` that records every line; `lines()` reads them in order. */
-export const recordingSink = (): {
-  readonly sink: McpLog.Sink
-  readonly lines: () => ReadonlyArray<McpLog.McpLogLine>
-} => {
-  const lines: Array<McpLog.McpLogLine> = []
-  return {
-    sink: { emit: (line) => Effect.sync(() => void lines.push(line)) },
-    lines: () => lines.slice()
-  }
-}
 
 /** A connection error to fail a mailbox with. */
 export const serverExited = (server = "memory") =>

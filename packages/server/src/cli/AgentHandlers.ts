@@ -98,7 +98,7 @@ export const rm = ({ home, id }: AgentCommands.RmArgs) =>
 const agentLayer = (home: Option.Option<string>) =>
   Layer.unwrapEffect(Effect.map(Host.connectOptions, (connect) => {
     const hostLayer = Host.layer(home)
-    const manager = McpManager.layer({ ...connect, guest: true }).pipe(Layer.provide(hostLayer))
+    const manager = McpManager.McpManager.Default({ ...connect, guest: true }).pipe(Layer.provide(hostLayer))
     const model = Model.layer().pipe(Layer.provide(ModelSettings.Default), Layer.provide(hostLayer))
     return Agent.Default().pipe(
       Layer.provideMerge(ChatStore.Default),

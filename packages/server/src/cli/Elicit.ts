@@ -9,14 +9,13 @@ import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Elicitation from "@skald/mcp/Elicitation"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Predicate from "effect/Predicate"
 import type * as Scope from "effect/Scope"
 import * as Readline from "node:readline"
 import { UsageError } from "./CliError.js"
 import { readSpec } from "./Io.js"
 
 type Answer = Elicitation.Response
-
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /** Reads `--elicit`: literal JSON, `@FILE`, or `@-` for stdin. Errors never quote the value. */
 export const readAnswer = (spec: string): Effect.Effect<Answer, UsageError, FileSystem.FileSystem> =>
@@ -26,12 +25,15 @@ export const readAnswer = (spec: string): Effect.Effect<Answer, UsageError, File
       try: () => JSON.parse(text) as unknown,
       catch: () => new UsageError({ message: "--elicit is not valid JSON (the value is not shown)" })
     })
-    if (!isObject(value) || (value.action !== "accept" && value.action !== "decline" && value.action !== "cancel")) {
+    if (
+      !Predicate.isRecord(value) ||
+      (value.action !== "accept" && value.action !== "decline" && value.action !== "cancel")
+    ) {
       return yield* new UsageError({
         message: "--elicit must be an ElicitResult: {\"action\": \"accept\"|\"decline\"|\"cancel\", \"content\"?: {…}}"
       })
     }
-    if (value.content !== undefined && !isObject(value.content)) {
+    if (value.content !== undefined && !Predicate.isRecord(value.content)) {
       return yield* new UsageError({ message: "--elicit: content must be a JSON object" })
     }
     if (value.action !== "accept") return { action: value.action }

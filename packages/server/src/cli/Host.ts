@@ -1,6 +1,7 @@
 /**
- * The `--home` option of the host commands. The layer it leads to (the home's database,
- * registry, status table and secret store) is in HostRuntime.ts, which only the handlers load.
+ * The `--home` option of the host commands. The layers it leads to (`HostServices`: the home's
+ * database and repositories, secret store, logs, events and registration) are in HostRuntime.ts,
+ * which only the handlers load.
  *
  * @since 0.1.0
  */

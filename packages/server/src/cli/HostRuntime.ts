@@ -16,10 +16,10 @@ import * as Settings from "./Settings.js"
 
 /** Paths and the secret store only (no database). */
 export const secretsLayer = (homeFlag: Option.Option<string>) =>
-  SecretStore.Default.pipe(Layer.provideMerge(Paths.layer(homeFlag)))
+  SecretStore.Default.pipe(Layer.provideMerge(Paths.Default(homeFlag)))
 
-/** The home's database with its repositories, the secret store, and an HTTP client. */
-export const layer = (homeFlag: Option.Option<string>) => HostServices.layer(Paths.layer(homeFlag))
+/** The home's database with its repositories, the secret store, server logs, events and registration. */
+export const layer = (homeFlag: Option.Option<string>) => HostServices.layer(Paths.Default(homeFlag))
 
 /** Runs a host command in its home. */
 export const run = <A, E, R>(homeFlag: Option.Option<string>, effect: Effect.Effect<A, E, R>) =>

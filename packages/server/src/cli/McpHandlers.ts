@@ -18,14 +18,14 @@ import * as ConfigImportFile from "../host/ConfigImportFile.js"
 import type * as Connector from "../host/Connector.js"
 import { UnknownServer } from "../host/HostError.js"
 import { McpServerRepo } from "../host/McpServerRepo.js"
+import * as MediaStore from "../host/MediaStore.js"
 import * as OneOffConnection from "../host/OneOffConnection.js"
 import { Paths } from "../host/Paths.js"
 import * as Registration from "../host/Registration.js"
-import * as SecretStoreModule from "../host/SecretStore.js"
+import * as SecretNames from "../host/SecretNames.js"
 import * as ServerList from "../host/ServerList.js"
 import { ServerLogs } from "../host/ServerLogs.js"
 import * as ServerSecrets from "../host/ServerSecrets.js"
-import * as ToolResults from "../host/ToolResults.js"
 import * as CallParse from "./CallParse.js"
 import { ExitStatus, ExitWith, statusHint, UsageError } from "./CliError.js"
 import * as Elicit from "./Elicit.js"
@@ -38,7 +38,7 @@ import { ServerCommandLine } from "./Target.js"
 /** `K=V` pairs (parsed by Options.keyValueMap) whose keys must be variable names. */
 const pairs = (option: string, given: HashMap.HashMap<string, string>) =>
   Effect.forEach(given, ([key, value]) =>
-    SecretStoreModule.isValidName(key)
+    SecretNames.isValidName(key)
       ? Effect.succeed([key, value] as const)
       : Effect.fail(
         new UsageError({
@@ -253,7 +253,7 @@ export const call = ({ home, json, name, tool, ...given }: CallArgs) =>
         const outcome = yield* client.callTool(tool, parsed.params, callOptions).pipe(Effect.ensuring(done))
         if (parsed.problems.first() !== undefined) return false
         const paths = yield* Paths
-        const result = yield* ToolResults.fromCallResult(outcome.result, paths.mediaDir)
+        const result = yield* MediaStore.fromCallResult(outcome.result, paths.mediaDir)
         yield* stdout(
           json
             ? Output.json(

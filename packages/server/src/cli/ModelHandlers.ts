@@ -10,7 +10,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { ModelSettings } from "../agent/llm/ModelSettings.js"
 import * as ModelSettingsModule from "../agent/llm/ModelSettings.js"
-import * as SecretStore from "../host/SecretStore.js"
+import * as SecretNames from "../host/SecretNames.js"
 import { UsageError } from "./CliError.js"
 import * as Elicit from "./Elicit.js"
 import * as Host from "./HostRuntime.js"
@@ -40,7 +40,7 @@ export const set = (args: SetArgs) =>
       return yield* new UsageError({ message: "give the API key with --api-key or --api-key-stdin, not both" })
     }
     const apiKey = args.apiKeyStdin ? Option.some(yield* readKey) : args.apiKey
-    if (!args.apiKeyStdin && Option.isSome(apiKey) && !SecretStore.isReference(apiKey.value)) {
+    if (!args.apiKeyStdin && Option.isSome(apiKey) && !SecretNames.isReference(apiKey.value)) {
       yield* stderr("skald: warning: a key on the command line is visible to other users; prefer --api-key-stdin")
     }
     if (Option.isSome(apiKey) && apiKey.value.length === 0) {

@@ -6,6 +6,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
+import * as SecretNames from "../host/SecretNames.js"
 import { SecretStore } from "../host/SecretStore.js"
 import * as SecretStoreModule from "../host/SecretStore.js"
 import * as ServerList from "../host/ServerList.js"
@@ -37,7 +38,7 @@ const readValue = (name: string) =>
 /** `skald secret set`. */
 export const set = ({ home, name }: SetArgs) =>
   Effect.gen(function*() {
-    if (!SecretStoreModule.isValidName(name)) {
+    if (!SecretNames.isValidName(name)) {
       return yield* new UsageError({
         message: `invalid secret name ${JSON.stringify(name)}: use letters, digits and '_', not starting with a digit`
       })

@@ -25,7 +25,7 @@ const { own, server } = Target.splitArgv(process.argv.slice(2))
 const program = Cli.run(own).pipe(
   Effect.provideService(Target.ServerCommandLine, server),
   Effect.provide(
-    Layer.mergeAll(Settings.Settings.layer, NodeContext.layer, Logger.replace(Logger.defaultLogger, Io.stderrLogger))
+    Layer.mergeAll(Settings.Settings.Default, NodeContext.layer, Logger.replace(Logger.defaultLogger, Io.stderrLogger))
   ),
   Logger.withMinimumLogLevel(LogLevel.Warning)
 )

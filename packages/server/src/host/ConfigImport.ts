@@ -9,7 +9,7 @@
  * References `${VAR}` and `${env:VAR}` become our `${VAR}`; editor variables (`${workspaceFolder}`,
  * `${userHome}`, …) and Claude Code's `${VAR:-default}` are resolved as `mapReferences` says. A literal value of an env key that
  * looks secret (token, key, secret, password) and a literal bearer token are moved into the
- * secret store under the name `SecretStore.secretNameFor(server, KEY | "API_KEY")` gives
+ * secret store under the name `SecretNames.secretNameFor(server, KEY | "API_KEY")` gives
  * (`MCP_<SERVER>__<KEY>`, the rule `skald mcp add` uses); the entry keeps the reference. What cannot
  * be expressed is skipped with the reason: VS Code `${input:…}` prompts, `${cwd}`, `envFile`, headers other
  * than `Authorization: Bearer`, a url carrying credentials (`user:pass@`, `?api_key=…`), invalid
@@ -19,8 +19,10 @@
  */
 import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
 import * as Either from "effect/Either"
+import * as Predicate from "effect/Predicate"
 import * as Path from "node:path"
-import { API_KEY_FIELD, credentialsInUrl, isReference, isValidName, secretNameFor } from "./SecretStore.js"
+import { API_KEY_FIELD, isReference, isValidName, secretNameFor } from "./SecretNames.js"
+import { credentialsInUrl } from "./SecretStore.js"
 
 /** A secret to move into the store. */
 export interface SecretToStore {
@@ -37,8 +39,6 @@ export type Outcome =
     readonly secrets: ReadonlyArray<SecretToStore>
   }
   | { readonly _tag: "Skipped"; readonly source: string; readonly reason: string }
-
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const looksSecret = (key: string) => /token|key|secret|password|passwd|credential/i.test(key)
 
@@ -106,7 +106,7 @@ const nameFrom = (raw: string): string | undefined => {
 
 const one = (source: string, raw: unknown, existing: ReadonlySet<string>, context: Context): Outcome => {
   const skip = (reason: string): Outcome => ({ _tag: "Skipped", source, reason })
-  if (!isObject(raw)) return skip("not an object")
+  if (!Predicate.isRecord(raw)) return skip("not an object")
   const name = nameFrom(source)
   if (name === undefined) return skip("no valid server name can be made from it")
   if (existing.has(name)) return skip(`a server named '${name}' is already registered (remove it first to re-import)`)
@@ -129,7 +129,7 @@ const one = (source: string, raw: unknown, existing: ReadonlySet<string>, contex
     }
     const env: Record<string, string> = {}
     if (raw.env !== undefined) {
-      if (!isObject(raw.env)) return skip("env must be an object")
+      if (!Predicate.isRecord(raw.env)) return skip("env must be an object")
       for (const [key, value] of Object.entries(raw.env)) {
         if (typeof value !== "string") return skip(`env ${key} is not a string`)
         if (!isValidName(key)) return skip(`env ${JSON.stringify(key)} is not a variable name`)
@@ -172,7 +172,7 @@ const one = (source: string, raw: unknown, existing: ReadonlySet<string>, contex
     }
     let apiKey: string | undefined
     if (raw.headers !== undefined) {
-      if (!isObject(raw.headers)) return skip("headers must be an object")
+      if (!Predicate.isRecord(raw.headers)) return skip("headers must be an object")
       for (const [header, value] of Object.entries(raw.headers)) {
         if (header.toLowerCase() !== "authorization" || typeof value !== "string") {
           return skip(`header ${header} is not supported (only Authorization: Bearer)`)
@@ -214,8 +214,12 @@ export const fromJson = (
   existing: ReadonlySet<string>,
   context: Context = {}
 ): Either.Either<ReadonlyArray<Outcome>, string> => {
-  if (!isObject(json)) return Either.left("the file is not a JSON object")
-  const servers = isObject(json.mcpServers) ? json.mcpServers : isObject(json.servers) ? json.servers : undefined
+  if (!Predicate.isRecord(json)) return Either.left("the file is not a JSON object")
+  const servers = Predicate.isRecord(json.mcpServers)
+    ? json.mcpServers
+    : Predicate.isRecord(json.servers)
+    ? json.servers
+    : undefined
   if (servers === undefined) {
     return Either.left("no `mcpServers` (Claude Desktop, .mcp.json) or `servers` (VS Code mcp.json) object found")
   }

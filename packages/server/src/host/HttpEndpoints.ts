@@ -43,8 +43,8 @@ import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Path from "node:path"
+import { MEDIA_URL_PREFIX } from "./MediaStore.js"
 import { Paths } from "./Paths.js"
-import { MEDIA_URL_PREFIX } from "./ToolResults.js"
 
 /** A flat media file name: `<id>.<ext>`. */
 const mediaName = /^[A-Za-z0-9_-]{1,128}\.[A-Za-z0-9]{1,16}$/

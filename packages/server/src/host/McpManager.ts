@@ -18,13 +18,11 @@ import type { McpError, McpServerEntry, McpTool, ServerName, ToolResult } from "
 import { ToolName } from "@skald/domain"
 import type { McpClient } from "@skald/mcp"
 import * as Clock from "effect/Clock"
-import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FiberMap from "effect/FiberMap"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
@@ -42,9 +40,11 @@ import {
   UnknownServer
 } from "./HostError.js"
 import { McpServerRepo } from "./McpServerRepo.js"
+import * as MediaStore from "./MediaStore.js"
 import * as Orphans from "./Orphans.js"
 import { Paths } from "./Paths.js"
 import * as Redactor from "./Redactor.js"
+import * as SecretNames from "./SecretNames.js"
 import * as SecretStoreModule from "./SecretStore.js"
 import { SecretStore } from "./SecretStore.js"
 import * as ServerEnvironment from "./ServerEnvironment.js"
@@ -53,7 +53,6 @@ import { ServerLogs } from "./ServerLogs.js"
 import * as ServerSecrets from "./ServerSecrets.js"
 import { StatusRepo } from "./StatusRepo.js"
 import { isoOf, nowIso } from "./Time.js"
-import * as ToolResults from "./ToolResults.js"
 
 /** How the manager behaves; every duration is configurable so tests run in seconds. */
 export interface Options extends Connector.Options {
@@ -99,7 +98,7 @@ export type CallError =
   | InvalidToolName
   | ServerNotConnected
   | McpError.McpError
-  | ToolResults.MediaWriteError
+  | MediaStore.MediaWriteError
 
 /** The manager. */
 export interface Service {
@@ -139,8 +138,10 @@ export interface Service {
   readonly started: Effect.Effect<ReadonlyArray<LocalState>>
 }
 
-/** The manager. */
-export class McpManager extends Context.Tag("@skald/server/McpManager")<McpManager, Service>() {}
+/** The manager, a scoped service: `McpManager.Default(options)`; closing its scope stops every server. */
+export class McpManager extends Effect.Service<McpManager>()("@skald/server/McpManager", {
+  scoped: (options: Options) => make(options)
+}) {}
 
 interface Running {
   readonly entry: McpServerEntry.McpServerEntry
@@ -177,7 +178,7 @@ export const validate = (entry: McpServerEntry.McpServerEntry): Effect.Effect<vo
     return Effect.fail(new InvalidServerEntry({ reason: "the command is empty" }))
   }
   for (const key of config._tag === "stdio" ? Object.keys(config.env) : []) {
-    if (!SecretStoreModule.isValidName(key)) {
+    if (!SecretNames.isValidName(key)) {
       return Effect.fail(new InvalidServerEntry({ reason: `invalid environment variable name ${JSON.stringify(key)}` }))
     }
   }
@@ -187,10 +188,10 @@ export const validate = (entry: McpServerEntry.McpServerEntry): Effect.Effect<vo
 /** The `${NAME}` references of a config. */
 const referencesOf = (config: McpServerEntry.McpServerEntry["config"]): ReadonlyArray<string> =>
   config._tag === "stdio"
-    ? Object.values(config.env).flatMap(SecretStoreModule.references)
+    ? Object.values(config.env).flatMap(SecretNames.references)
     : config.apiKey === undefined
     ? []
-    : SecretStoreModule.references(config.apiKey)
+    : SecretNames.references(config.apiKey)
 
 const describe = (error: unknown): string =>
   typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
@@ -209,7 +210,7 @@ const causeOf = (error: unknown, redact: (text: string) => string): McpServerEnt
 }
 
 /** Builds the manager in the current scope; closing the scope stops every server. */
-export const make = (
+const make = (
   options: Options
 ): Effect.Effect<
   Service,
@@ -521,7 +522,7 @@ export const make = (
         const outcome = yield* running.client.callTool(parsed.value.tool, args, callOptions).pipe(
           Effect.mapError((error) => Redactor.redactFields(running.redactor, error))
         )
-        return yield* ToolResults.fromCallResult(outcome.result, paths.mediaDir, options.mediaBaseUrl)
+        return yield* MediaStore.fromCallResult(outcome.result, paths.mediaDir, options.mediaBaseUrl)
       }).pipe(Effect.withSpan("McpManager.call", { attributes: { "mcp.tool": qualifiedName } }))
 
     const afterWrite = (name: string, force: boolean) => reconcileNow(force ? new Set([name]) : new Set())
@@ -585,12 +586,3 @@ export const make = (
   })
 
 type Scope = import("effect/Scope").Scope
-
-/** The manager as a scoped layer. */
-export const layer = (
-  options: Options
-): Layer.Layer<
-  McpManager,
-  HostAlreadyRunning | DatabaseError | CorruptRow,
-  McpServerRepo | StatusRepo | SecretStore | Paths | ServerLogs | EventRecorder
-> => Layer.scoped(McpManager, make(options))

@@ -8,7 +8,6 @@
  * @since 0.1.0
  */
 import * as Config from "effect/Config"
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -64,13 +63,15 @@ export interface Service {
   readonly secretsDir: string
 }
 
-/** Paths from a home folder and optional per-folder overrides (relative paths resolve against the cwd). */
-export const make = (options: {
+/** Where a home and its overrides put each folder and file. */
+interface Options {
   readonly home: string
   readonly dataDir?: string | undefined
   readonly logsDir?: string | undefined
   readonly secretsDir?: string | undefined
-}): Service => {
+}
+
+const resolve = (options: Options): Service => {
   const home = Path.resolve(options.home)
   const dataDir = Path.resolve(options.dataDir ?? Path.join(home, "data"))
   const logsDir = Path.resolve(options.logsDir ?? Path.join(home, "logs"))
@@ -86,21 +87,24 @@ export const make = (options: {
 }
 
 /** The host's paths. */
-export class Paths extends Context.Tag("@skald/server/Paths")<Paths, Service>() {
-  /** From `--home` (when given) or `SKALD_HOME`, and the `SKALD_*_DIR` overrides. */
-  static readonly layer = (homeFlag: Option.Option<string> = Option.none()) =>
-    Layer.effect(
-      Paths,
-      Effect.gen(function*() {
-        const optional = (name: string) =>
-          Config.option(Config.nonEmptyString(name)).pipe(Effect.map(Option.getOrUndefined))
-        const home = Option.isSome(homeFlag) ? homeFlag.value : (yield* optional("SKALD_HOME")) ?? "."
-        return make({
-          home,
-          dataDir: yield* optional("SKALD_DATA_DIR"),
-          logsDir: yield* optional("SKALD_LOGS_DIR"),
-          secretsDir: yield* optional("SKALD_SECRETS_DIR")
-        })
+export class Paths extends Effect.Service<Paths>()("@skald/server/Paths", {
+  /** From `--home` (when given) or `SKALD_HOME`, and the `SKALD_*_DIR` overrides: `Paths.Default(homeFlag)`. */
+  effect: (homeFlag: Option.Option<string> = Option.none()) =>
+    Effect.gen(function*() {
+      const optional = (name: string) =>
+        Config.option(Config.nonEmptyString(name)).pipe(Effect.map(Option.getOrUndefined))
+      const home = Option.isSome(homeFlag) ? homeFlag.value : (yield* optional("SKALD_HOME")) ?? "."
+      return resolve({
+        home,
+        dataDir: yield* optional("SKALD_DATA_DIR"),
+        logsDir: yield* optional("SKALD_LOGS_DIR"),
+        secretsDir: yield* optional("SKALD_SECRETS_DIR")
       })
-    )
+    })
+}) {
+  /** The paths of `home` alone, reading no `SKALD_*` variable: a hermetic home for tests. */
+  static readonly Test = (home: string): Layer.Layer<Paths> => Layer.succeed(Paths, make({ home }))
 }
+
+/** Paths from a home folder and optional per-folder overrides (relative paths resolve against the cwd). */
+export const make = (options: Options): Paths => Paths.make(resolve(options))

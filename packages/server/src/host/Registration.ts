@@ -14,7 +14,8 @@ import * as Redacted from "effect/Redacted"
 import { InvalidServerEntry, ServerAlreadyRegistered } from "./HostError.js"
 import { validate } from "./McpManager.js"
 import { McpServerRepo } from "./McpServerRepo.js"
-import { API_KEY_FIELD, isReference, isValidName, secretNameFor, SecretStore } from "./SecretStore.js"
+import { API_KEY_FIELD, isReference, isValidName, secretNameFor } from "./SecretNames.js"
+import { SecretStore } from "./SecretStore.js"
 import * as ServerSecrets from "./ServerSecrets.js"
 
 /** How the server is reached, as requested. */

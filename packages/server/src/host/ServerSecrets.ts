@@ -1,6 +1,6 @@
 /**
  * The secrets the host moved into the store for a server (a literal api key, a secret env value,
- * an imported token): named by `SecretStore.secretNameFor(server, field)`, so no two servers
+ * an imported token): named by `SecretNames.secretNameFor(server, field)`, so no two servers
  * share one. Here: moving the secrets an older rule named (`<SERVER>_<FIELD>` upper-cased, which
  * gave `a-b` and `A_B` the same name) to their new names when a home is opened, and removing the
  * secrets moved in for a server when it is removed, or replaced by an entry that no longer uses them.
@@ -14,7 +14,8 @@ import * as Option from "effect/Option"
 import type { CorruptRow, DatabaseError, InvalidSecretName, SecretStoreError } from "./HostError.js"
 import { McpServerRepo } from "./McpServerRepo.js"
 import * as Rows from "./Rows.js"
-import { legacySecretNameFor, references, secretFields, secretNameFor, SecretStore } from "./SecretStore.js"
+import { legacySecretNameFor, references, secretFields, secretNameFor } from "./SecretNames.js"
+import { SecretStore } from "./SecretStore.js"
 
 /** `entry` with the template of `field` replaced. */
 const withField = (

@@ -21,6 +21,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import * as SecretNames from "../../host/SecretNames.js"
 import * as SecretStore from "../../host/SecretStore.js"
 import * as SettingsRepo from "../../host/SettingsRepo.js"
 
@@ -195,7 +196,7 @@ export class ModelSettings extends Effect.Service<ModelSettings>()("@skald/serve
         provider: r.provider,
         baseUrl: r.baseUrl,
         model: r.model,
-        apiKey: { value: key === undefined || SecretStore.isReference(key) ? key : MASK, source: r.apiKey.source }
+        apiKey: { value: key === undefined || SecretNames.isReference(key) ? key : MASK, source: r.apiKey.source }
       } satisfies Effective as Effective
     }).pipe(Effect.withSpan("ModelSettings.show"))
 
@@ -251,9 +252,9 @@ export class ModelSettings extends Effect.Service<ModelSettings>()("@skald/serve
             reason: "the key is empty"
           })
         }
-        if (SecretStore.isReference(key)) {
+        if (SecretNames.isReference(key)) {
           updates.set(fields.apiKey.key, key)
-        } else if (SecretStore.references(key).length > 0) {
+        } else if (SecretNames.references(key).length > 0) {
           return yield* new InvalidModelSetting({
             variable: fields.apiKey.env,
             source: "given",

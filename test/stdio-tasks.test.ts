@@ -3,18 +3,13 @@
  * a hand-written server with top-level CreateTaskResults (`raw-tasks`), and server-everything.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { McpClient, McpLog, StdioTransport } from "@skald/mcp"
+import { McpClient, StdioTransport } from "@skald/mcp"
 import { Effect, Exit, Fiber, Stream } from "effect"
-import * as Fs from "node:fs"
-import * as Os from "node:os"
-import * as Path from "node:path"
 import { everything, fixture } from "./fixtures/fixtures.js"
-import { eventually, readRecords } from "./support.js"
-
-const recordFile = () => Path.join(Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-tasks-")), "record.jsonl")
+import { eventually, makeLogCapture, readRecords, tempRecordFile } from "./support.js"
 
 const connect = (name: string, record: string, args: ReadonlyArray<string> = [], options: McpClient.Options = {}) => {
-  const lines: Array<McpLog.McpLogLine> = []
+  const logs = makeLogCapture()
   return StdioTransport.client(
     {
       server: name,
@@ -24,8 +19,8 @@ const connect = (name: string, record: string, args: ReadonlyArray<string> = [],
     },
     options
   ).pipe(
-    Effect.provideService(McpLog.McpLogSink, { emit: (line) => Effect.sync(() => void lines.push(line)) }),
-    Effect.map((client) => ({ client, lines }))
+    logs.provide,
+    Effect.map((client) => ({ client, lines: logs.lines }))
   )
 }
 
@@ -40,7 +35,7 @@ describe("tasks over stdio (SDK task server)", () => {
     "a required task tool is called as a task, polled, and its result returned",
     () =>
       Effect.gen(function*() {
-        const record = recordFile()
+        const record = yield* tempRecordFile("tasks")
         const { client } = yield* connect("tasks", record)
         const statuses: Array<string> = []
         const { result } = yield* client.callTool("quick_task", { ms: 300 }, {
@@ -59,7 +54,7 @@ describe("tasks over stdio (SDK task server)", () => {
     "stopping a polled task sends tasks/cancel for it, and the server cancels it",
     () =>
       Effect.gen(function*() {
-        const record = recordFile()
+        const record = yield* tempRecordFile("tasks")
         const { client } = yield* connect("tasks", record)
         const call = yield* Effect.fork(client.callTool("slow_task", {}))
         yield* eventually(() => received(record, "tasks/get").length > 0, "the first tasks/get")
@@ -79,7 +74,7 @@ describe("tasks over stdio (SDK task server)", () => {
 
   it.scopedLive("closing the scope cancels a polled task", () =>
     Effect.gen(function*() {
-      const record = recordFile()
+      const record = yield* tempRecordFile("tasks")
       yield* Effect.scoped(Effect.gen(function*() {
         const { client } = yield* connect("tasks", record)
         yield* Effect.forkScoped(client.callTool("slow_task", {}))
@@ -93,7 +88,7 @@ describe("tasks over stdio (SDK task server)", () => {
     "a task that fails with an isError result returns it; one without fails McpTaskFailed",
     () =>
       Effect.gen(function*() {
-        const record = recordFile()
+        const record = yield* tempRecordFile("tasks")
         const { client } = yield* connect("tasks", record)
         const { result } = yield* client.callTool("fail_with_result", {})
         assert.isTrue(result._tag === "Text" && result.isError)
@@ -111,7 +106,7 @@ describe("tasks over stdio (SDK task server)", () => {
     "a task that needs input the client cannot give (no elicitation yet) fails with a typed error",
     () =>
       Effect.gen(function*() {
-        const record = recordFile()
+        const record = yield* tempRecordFile("tasks")
         const { client } = yield* connect("tasks", record)
         const exit = yield* Effect.exit(client.callTool("input_required_task", {}))
         assert.strictEqual(failureTag(exit), "McpTaskFailed")
@@ -124,7 +119,7 @@ describe("tasks over stdio (SDK task server)", () => {
     "a task whose ttl passes is given up (McpTaskExpired) and cancelled on the server",
     () =>
       Effect.gen(function*() {
-        const record = recordFile()
+        const record = yield* tempRecordFile("tasks")
         const { client } = yield* connect("tasks", record)
         const exit = yield* Effect.exit(client.callTool("short_ttl", { ttl: 1200 }))
         assert.strictEqual(failureTag(exit), "McpTaskExpired")
@@ -137,7 +132,7 @@ describe("tasks over stdio (SDK task server)", () => {
     "notifications/tasks/status wakes the poller long before its 30 s interval",
     () =>
       Effect.gen(function*() {
-        const record = recordFile()
+        const record = yield* tempRecordFile("tasks")
         const { client } = yield* connect("tasks", record)
         const { result } = yield* client.callTool("pushes_status", { ms: 300 })
         assert.strictEqual(result._tag, "Text")
@@ -155,7 +150,7 @@ describe("tasks over stdio (SDK task server)", () => {
     "pollInterval 0 is clamped: a 1 s task is polled a handful of times, not hundreds",
     () =>
       Effect.gen(function*() {
-        const record = recordFile()
+        const record = yield* tempRecordFile("tasks")
         const { client } = yield* connect("tasks", record)
         yield* client.callTool("zero_poll", { ms: 1000 })
         const gets = received(record, "tasks/get").length
@@ -171,7 +166,7 @@ describe("tasks over stdio (hand-written server, top-level CreateTaskResult)", (
     "a top-level CreateTaskResult is recognised and polled, and cancelled when stopped",
     () =>
       Effect.gen(function*() {
-        const record = recordFile()
+        const record = yield* tempRecordFile("tasks")
         const { client } = yield* connect("raw-tasks", record)
         const tools = yield* client.tools
         assert.strictEqual(tools.find((t) => t.name === "slow")?.taskSupport, "required")
@@ -187,7 +182,7 @@ describe("tasks over stdio (hand-written server, top-level CreateTaskResult)", (
     "a server without tasks.cancel gets no tasks/cancel; the abandonment is logged",
     () =>
       Effect.gen(function*() {
-        const record = recordFile()
+        const record = yield* tempRecordFile("tasks")
         const { client, lines } = yield* connect("raw-tasks", record, ["nocancel"])
         const call = yield* Effect.fork(client.callTool("slow", {}))
         yield* eventually(() => received(record, "tasks/get").length > 0, "the first tasks/get")

@@ -1,5 +1,5 @@
 /**
- * From what a server answered (`McpCallResult`) to what the host keeps and the model reads
+ * The media store. From what a server answered (`McpCallResult`) to what the host keeps and the model reads
  * (`ToolResult`): Text stays text, Json stays JSON, a task outcome becomes JSON, and media are
  * written to `data/mcp_media/<id>.<ext>` and referenced by URL in markdown (the seed's *Media
  * tool results*): `![image](/api/mcp-media/<id>.png) (image/png, 412 KB)`, `[audio](…)`,
@@ -10,8 +10,8 @@
  */
 import { MediaType, ToolResult } from "@skald/domain"
 import type { McpCallResult } from "@skald/domain"
-import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -19,8 +19,16 @@ import * as Path from "node:path"
 /** The URL path under which media files are served. */
 export const MEDIA_URL_PREFIX = "/api/mcp-media/"
 
-/** A media file could not be written. */
-export class MediaWriteError extends Data.TaggedError("MediaWriteError")<{ readonly message: string }> {}
+/** A media file could not be written (a Schema error: it crosses the RPC boundary). */
+export class MediaWriteError extends Schema.TaggedError<MediaWriteError>("@skald/server/MediaWriteError")(
+  "MediaWriteError",
+  { directory: Schema.String, reason: Schema.String }
+) {
+  override get message(): string {
+    return `could not save a media result in ${this.directory}: ${this.reason}. ` +
+      `Check that the folder is writable and that the disk has room.`
+  }
+}
 
 /** Writes one media item; returns its file name (`<id>.<ext>`). */
 const save = (mediaDir: string, item: McpCallResult.McpInlineMedia) =>
@@ -33,8 +41,7 @@ const save = (mediaDir: string, item: McpCallResult.McpInlineMedia) =>
       Fs.writeFileSync(Path.join(mediaDir, file), item.data, { flag: "wx", mode: 0o600 })
       return file
     },
-    catch: (cause) =>
-      new MediaWriteError({ message: `could not save a media result under ${mediaDir}: ${(cause as Error).message}` })
+    catch: (cause) => new MediaWriteError({ directory: mediaDir, reason: (cause as Error).message })
   })
 
 /**

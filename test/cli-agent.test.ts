@@ -144,6 +144,39 @@ describe("skald agent run / chat against aimock", () => {
     120_000
   )
 
+  it.scopedLive(
+    "garbage from the model (arguments not JSON, a tool it was not given): asked again, the turn goes on",
+    () =>
+      Effect.gen(function*() {
+        const standin = yield* ModelStandin.start([
+          ModelStandin.toolCalls([{ id: "g1", name: "mcp__echo__echo", arguments: "{\"message\": \"unterminated" }]),
+          ModelStandin.toolCalls([{ id: "g2", name: "mcp__nobody__nothing", arguments: {} }]),
+          ModelStandin.toolCalls([{ id: "g3", name: "mcp__echo__echo", arguments: { message: "fine" } }]),
+          ModelStandin.text(["Recovered."])
+        ])
+        const home = yield* homeWith("echo", "echo")
+        const env = { SKALD_LLM_PROVIDER: "openai", SKALD_LLM_BASE_URL: standin.url, SKALD_LLM_MODEL: "m" }
+        const run = yield* skald(["agent", "run", "--home", home, "try things"], env)
+        assert.strictEqual(run.status, 0, run.stderr)
+        assert.strictEqual(run.stdout, "Recovered.\n")
+        assert.include(run.stderr, `skald: tool mcp__echo__echo {"message":"fine"} → done`)
+        assert.lengthOf(standin.requests, 4)
+        const system = (i: number) => String(standin.requests[i]!.body.messages[0].content)
+        assert.notInclude(system(0), "could not be used")
+        for (const i of [1, 2]) {
+          assert.include(system(i), "your previous answer could not be used")
+          assert.include(system(i), "mcp__echo__echo")
+        }
+        assert.notInclude(system(3), "could not be used")
+        // Only the readable call was stored.
+        const session = /^session: (\S+)$/m.exec(run.stderr)![1]!
+        const show = yield* skald(["sessions", "show", "--json", "--home", home, session], {})
+        const calls = (JSON.parse(show.stdout) as Json).messages.flatMap((m: Json) => m.calls) as Array<Json>
+        assert.deepStrictEqual(calls.map((c) => [c.callId, c.status]), [["g3", "done"]])
+      }),
+    120_000
+  )
+
   it.scopedLive("no model configured: exit 2 with the settings' message", () =>
     Effect.gen(function*() {
       const home = makeHome()

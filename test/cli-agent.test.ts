@@ -183,6 +183,12 @@ describe("skald agent run / chat against aimock", () => {
       const run = yield* skald(["agent", "run", "--home", home, "hi"], { SKALD_LLM_MODEL: "" })
       assert.strictEqual(run.status, 2)
       assert.include(run.stderr, "no model is configured")
+      const bad = yield* skald(["agent", "run", "--home", home, "hi"], {
+        SKALD_LLM_PROVIDER: "bogus",
+        SKALD_LLM_MODEL: "m"
+      })
+      assert.strictEqual(bad.status, 2)
+      assert.include(bad.stderr, "the environment variable SKALD_LLM_PROVIDER cannot be used")
     }), 60_000)
 })
 

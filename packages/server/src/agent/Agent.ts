@@ -38,9 +38,9 @@ import * as Stream from "effect/Stream"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
-import type { CorruptRow } from "../host/HostError.js"
+import type { CorruptRow, DatabaseError } from "../host/HostError.js"
 import { McpManager } from "../host/McpManager.js"
-import { ChatStore, type ChatStoreError, type Session } from "./ChatStore.js"
+import { ChatStore, type Session } from "./ChatStore.js"
 import * as History from "./History.js"
 import * as JsonSchemaTool from "./llm/JsonSchemaTool.js"
 import * as ToolNames from "./llm/ToolNames.js"
@@ -76,7 +76,7 @@ export class UnknownAgent extends Schema.TaggedError<UnknownAgent>("@skald/serve
 }
 
 /** Why a turn could not begin (once it has begun, what happens is told by its events). */
-export type RunError = SessionBusy | UnknownSession | UnknownAgent | ChatStoreError | CorruptRow
+export type RunError = SessionBusy | UnknownSession | UnknownAgent | DatabaseError | CorruptRow
 
 /** The loop's settings. */
 export interface Options {

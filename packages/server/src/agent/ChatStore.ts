@@ -1,32 +1,21 @@
 /**
  * The agent's sessions and their history: `chat_sessions`, `chat_messages` and `chat_llm_tools`
  * (migration 0006). Rows are read through row schemas (a bad row is a `CorruptRow`); a database
- * failure is a `ChatStoreError` saying what could not be done. Timestamps come from `Clock`.
+ * failure is the host's `DatabaseError` saying what could not be done. Timestamps come from `Clock`.
  *
  * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
 import * as SqlSchema from "@effect/sql/SqlSchema"
 import { ToolResult, TurnEvent } from "@skald/domain"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Crypto from "node:crypto"
-import type { CorruptRow } from "../host/HostError.js"
+import type { CorruptRow, DatabaseError } from "../host/HostError.js"
 import * as Rows from "../host/Rows.js"
 import { nowIso } from "../host/Time.js"
 import type { CallRow, CallStatus, MessageRow } from "./History.js"
-
-/** The database could not do what the chat store asked. */
-export class ChatStoreError extends Schema.TaggedError<ChatStoreError>("@skald/server/ChatStoreError")(
-  "ChatStoreError",
-  { operation: Schema.String, reason: Schema.String }
-) {
-  override get message(): string {
-    return `could not ${this.operation}: ${this.reason}. Check that the data folder is writable and the disk not full.`
-  }
-}
 
 /** A chat session. */
 export class Session extends Schema.Class<Session>("@skald/server/ChatSession")({
@@ -95,8 +84,7 @@ export interface CallOutcome {
   readonly resultType: ToolResult.ResultKind
 }
 
-const failWith = (operation: string) => (error: SqlError) =>
-  new ChatStoreError({ operation, reason: String((error.cause as Error | undefined)?.message ?? error.message) })
+const failWith = Rows.databaseError
 
 /** The chat tables. */
 export class ChatStore extends Effect.Service<ChatStore>()("@skald/server/ChatStore", {
@@ -147,7 +135,7 @@ export class ChatStore extends Effect.Service<ChatStore>()("@skald/server/ChatSt
     )
 
     /** The session `id`, if it exists. */
-    const getSession = (id: string): Effect.Effect<Option.Option<Session>, ChatStoreError | CorruptRow> =>
+    const getSession = (id: string): Effect.Effect<Option.Option<Session>, DatabaseError | CorruptRow> =>
       findSession(id).pipe(
         Effect.catchTag("ParseError", Rows.corrupt("chat_sessions", id)),
         Effect.catchTag("SqlError", (e) => Effect.fail(failWith("read a chat session")(e))),
@@ -155,7 +143,7 @@ export class ChatStore extends Effect.Service<ChatStore>()("@skald/server/ChatSt
       )
 
     /** Every session, the most recently active first. */
-    const listSessions: Effect.Effect<ReadonlyArray<Session>, ChatStoreError | CorruptRow> = allSessions(undefined)
+    const listSessions: Effect.Effect<ReadonlyArray<Session>, DatabaseError | CorruptRow> = allSessions(undefined)
       .pipe(
         Effect.catchTag("ParseError", Rows.corrupt("chat_sessions")),
         Effect.catchTag("SqlError", (e) => Effect.fail(failWith("list the chat sessions")(e))),
@@ -221,7 +209,7 @@ export class ChatStore extends Effect.Service<ChatStore>()("@skald/server/ChatSt
     })
 
     /** The session's messages, in order, each assistant message with its calls in order. */
-    const history = (session: string): Effect.Effect<ReadonlyArray<StoredMessage>, ChatStoreError | CorruptRow> =>
+    const history = (session: string): Effect.Effect<ReadonlyArray<StoredMessage>, DatabaseError | CorruptRow> =>
       Effect.gen(function*() {
         const messages = yield* messagesOf(session).pipe(Effect.catchTag("ParseError", Rows.corrupt("chat_messages")))
         const calls = yield* callsOf(session).pipe(Effect.catchTag("ParseError", Rows.corrupt("chat_llm_tools")))

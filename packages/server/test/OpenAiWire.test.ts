@@ -28,6 +28,23 @@ describe("openAiWire", () => {
     })
   })
 
+  it.prop(
+    "a chunk's created time becomes the metadata's timestamp when valid, and nothing (no throw) when not",
+    [FastCheck.oneof(FastCheck.double(), FastCheck.integer({ min: 0, max: 4_000_000_000 }))],
+    ([created]) => {
+      const out: Array<unknown> = []
+      const acc = new Wire.StreamAccumulator()
+      acc.feed(JSON.stringify({ id: "c1", created, choices: [{ index: 0, delta: { content: "x" } }] }), out)
+      const meta = out.find((p) => (p as { type: string }).type === "response-metadata") as
+        | { timestamp?: string }
+        | undefined
+      assert.isDefined(meta)
+      const valid = Number.isFinite(created) && Math.abs(created * 1000) <= 8.64e15
+      if (valid) assert.strictEqual(meta!.timestamp, new Date(created * 1000).toISOString())
+      else assert.isUndefined(meta!.timestamp)
+    }
+  )
+
   it("bodyMessage finds the provider's own message in the shapes servers use", () => {
     assert.strictEqual(
       Wire.bodyMessage(

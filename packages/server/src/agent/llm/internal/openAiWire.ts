@@ -12,8 +12,19 @@ import type * as LanguageModel from "@effect/ai/LanguageModel"
 import type * as Prompt from "@effect/ai/Prompt"
 import type * as Response from "@effect/ai/Response"
 import * as Tool from "@effect/ai/Tool"
+import * as DateTime from "effect/DateTime"
 import * as Either from "effect/Either"
 import * as Encoding from "effect/Encoding"
+import * as Option from "effect/Option"
+
+/** A chunk's `created` (seconds since the epoch) as an ISO timestamp; nothing when it is not a valid time. */
+const createdAt = (created: unknown): { readonly timestamp?: string } =>
+  typeof created === "number"
+    ? Option.match(DateTime.make(created * 1000), {
+      onNone: () => ({}),
+      onSome: (at) => ({ timestamp: DateTime.formatIso(at) })
+    })
+    : {}
 
 // -----------------------------------------------------------------------------
 // Request
@@ -343,7 +354,7 @@ export class StreamAccumulator {
         type: "response-metadata",
         id: chunk.id,
         ...(typeof chunk.model === "string" ? { modelId: chunk.model } : {}),
-        ...(typeof chunk.created === "number" ? { timestamp: new Date(chunk.created * 1000).toISOString() } : {})
+        ...createdAt(chunk.created)
       })
     }
     if (chunk.usage !== undefined && chunk.usage !== null) this.usage = chunk.usage

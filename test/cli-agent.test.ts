@@ -6,7 +6,6 @@
  * Against the OpenAI stand-in: a hanging tool and a hanging stream stopped by SIGINT (exit 130, the
  * MCP server gets `notifications/cancelled`, the stand-in sees the abort, the history is valid).
  */
-import { LLMock } from "@copilotkit/aimock"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
@@ -15,15 +14,7 @@ import { fixture } from "./fixtures/fixtures.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { makeHome, until } from "./host-support.js"
 import { eventually, readRecords, tempFile } from "./support.js"
-
-const aimock = Effect.acquireRelease(
-  Effect.promise(async () => {
-    const mock = new LLMock({ port: 0, host: "127.0.0.1" })
-    await mock.start()
-    return mock
-  }),
-  (mock) => Effect.promise(() => mock.stop())
-)
+import { aimock } from "./support/aimock.js"
 
 /** A home with the fixture server `name` registered (`skald mcp add`). */
 const homeWith = (name: string, fixtureName: string, env: Record<string, string> = {}) =>

@@ -4,7 +4,6 @@
  * parallel calls and usage; against our stand-in (test/fixtures/anthropic-standin.ts) for what
  * aimock can't do on demand: 429 with Retry-After, 5xx, a reset, a mid-stream error, a hang.
  */
-import { LLMock } from "@copilotkit/aimock"
 import * as LanguageModel from "@effect/ai/LanguageModel"
 import * as Prompt from "@effect/ai/Prompt"
 import type * as Tool from "@effect/ai/Tool"
@@ -23,6 +22,7 @@ import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import * as Standin from "./fixtures/anthropic-standin.js"
+import { aimock } from "./support/aimock.js"
 
 const weatherSchema = {
   $schema: "http://json-schema.org/draft-07/schema#",
@@ -38,15 +38,6 @@ const toolkit = Toolkit.make(weather)
 const handlers = toolkit.toLayer({
   mcp__weather__forecast: () => Effect.die("the test runs the tools itself")
 }) as Layer.Layer<Tool.Handler<string>>
-
-const aimock = Effect.acquireRelease(
-  Effect.promise(async () => {
-    const mock = new LLMock({ port: 0, host: "127.0.0.1" })
-    await mock.start()
-    return mock
-  }),
-  (mock) => Effect.promise(() => mock.stop())
-)
 
 const model = (options: Anthropic.Options) => Anthropic.layer(options).pipe(Layer.provide(NodeHttpClient.layerUndici))
 

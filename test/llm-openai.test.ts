@@ -4,7 +4,6 @@
  * usage) and our stand-in (test/fixtures/model-standin.ts) for what aimock lacks — each server
  * quirk, an abort, 429 with Retry-After, 5xx, a mid-stream error, a connection reset.
  */
-import { LLMock } from "@copilotkit/aimock"
 import * as AiError from "@effect/ai/AiError"
 import type * as LanguageModel from "@effect/ai/LanguageModel"
 import * as Prompt from "@effect/ai/Prompt"
@@ -33,6 +32,7 @@ import * as TestServices from "effect/TestServices"
 import * as Tracer from "effect/Tracer"
 import { inspect } from "node:util"
 import * as ModelStandin from "./fixtures/model-standin.js"
+import { aimock } from "./support/aimock.js"
 
 // -----------------------------------------------------------------------------
 // Helpers
@@ -92,15 +92,6 @@ const failureOf = <A>(exit: Exit.Exit<A, AiError.AiError>): AiError.AiError => {
   assert.isDefined(failure, Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "")
   return failure!
 }
-
-const aimock = Effect.acquireRelease(
-  Effect.promise(async () => {
-    const mock = new LLMock({ port: 0, host: "127.0.0.1" })
-    await mock.start()
-    return mock
-  }),
-  (mock) => Effect.promise(() => mock.stop())
-)
 
 // -----------------------------------------------------------------------------
 // Against aimock

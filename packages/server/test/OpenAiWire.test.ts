@@ -32,7 +32,7 @@ describe("openAiWire", () => {
     "a chunk's created time becomes the metadata's timestamp when valid, and nothing (no throw) when not",
     [FastCheck.oneof(FastCheck.double(), FastCheck.integer({ min: 0, max: 4_000_000_000 }))],
     ([created]) => {
-      const out: Array<unknown> = []
+      const out: Parameters<Wire.StreamAccumulator["feed"]>[1] = []
       const acc = new Wire.StreamAccumulator()
       acc.feed(JSON.stringify({ id: "c1", created, choices: [{ index: 0, delta: { content: "x" } }] }), out)
       const meta = out.find((p) => (p as { type: string }).type === "response-metadata") as

@@ -23,7 +23,12 @@
  *    loop's time split where it can be seen from outside Agent.ts: the provider's tail (last byte →
  *    the model stream ends, timed by wrapping the `LanguageModel`), then until the call starts
  *    (the assistant message persisted, `ToolStarted`), then from the call's end to the next
- *    request (the result persisted, `ToolDone`, the next prompt built, encoded and sent).
+ *    request (the result persisted, `ToolDone`, the toolkit and prompt built; then, from the start
+ *    of the next model stream, @effect/ai's set-up and the request encoded and sent). Also the
+ *    process's CPU time per round over the timed turns (`process.cpuUsage`; the stand-in and the MCP
+ *    client included: a figure the machine's load inflates less than wall time), and, timed alone,
+ *    what @effect/ai's `LanguageModel.streamText` builds on every request with a toolkit: the
+ *    response schema `Response.StreamPart(toolkit)`, for the loop's tools and ten times as many.
  * 2. **Time added to the first streamed token.** `BENCH_AGENT_TURNS` iterations, the order rotating:
  *    the same scripted text answer (headers, then the role chunk, then the first content delta
  *    `BENCH_AGENT_EVENT_DELAY` ms later — at least 2 — so the reader is idle when it comes) read by
@@ -37,11 +42,14 @@
  * first token (medians). The MCP server runs on CPU 1 when the bench pins (bench/machine.ts).
  */
 import * as LanguageModel from "@effect/ai/LanguageModel"
+import * as Response from "@effect/ai/Response"
+import type * as Toolkit from "@effect/ai/Toolkit"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { McpServerEntry, ServerConfig, ServerName, TurnEvent } from "@skald/domain"
 import { HostServices, McpManager, Paths } from "@skald/server"
 import { Agent } from "@skald/server/agent/Agent"
 import { ChatStore } from "@skald/server/agent/ChatStore"
+import * as JsonSchemaTool from "@skald/server/agent/llm/JsonSchemaTool"
 import * as OpenAiCompatible from "@skald/server/agent/llm/OpenAiCompatible"
 import { Context, Effect, Layer, Schedule, Stream } from "effect"
 import * as Fs from "node:fs"
@@ -151,11 +159,13 @@ const setup = (s: Settings, home: string) =>
     const http = yield* Layer.build(NodeHttpClient.layerUndici)
     const provider = yield* OpenAiCompatible.make({ baseUrl: standin.url, model: "standin-model", maxRetries: 1 })
       .pipe(Effect.provide(http))
+    const streamStarts: Array<number> = []
     const streamEnds: Array<number> = []
     const timedModel: LanguageModel.Service = {
       ...provider,
       streamText: ((options: any) =>
         provider.streamText(options).pipe(
+          Stream.onStart(Effect.sync(() => streamStarts.push(performance.now()))),
           Stream.onEnd(Effect.sync(() => streamEnds.push(performance.now())))
         )) as LanguageModel.Service["streamText"]
     }
@@ -166,7 +176,7 @@ const setup = (s: Settings, home: string) =>
         Layer.provide(Layer.succeedContext(Context.add(context, McpManager.McpManager, timedManager)))
       )
     )
-    return { standin, provider, agent: Context.get(agentContext, Agent), calls, streamEnds }
+    return { standin, provider, manager, agent: Context.get(agentContext, Agent), calls, streamStarts, streamEnds }
   })
 
 type Setup = Effect.Effect.Success<ReturnType<typeof setup>>
@@ -180,6 +190,8 @@ interface Round {
   readonly tail: number
   readonly beforeCall: number
   readonly afterCall: number
+  readonly beforeStream: number
+  readonly streamToRequest: number
 }
 
 /** One loop turn: its tool rounds' figures. */
@@ -188,6 +200,7 @@ const loopTurn = (env: Setup, s: Settings) =>
     const firstRequest = env.standin.requests.length
     const firstCall = env.calls.length
     const firstEnd = env.streamEnds.length
+    const firstStart = env.streamStarts.length
     const started: Array<number> = []
     const done: Array<number> = []
     let end: TurnEvent.TurnEvent | undefined
@@ -206,6 +219,7 @@ const loopTurn = (env: Setup, s: Settings) =>
     const requests = env.standin.requests.slice(firstRequest)
     const calls = env.calls.slice(firstCall)
     const ends = env.streamEnds.slice(firstEnd)
+    const starts = env.streamStarts.slice(firstStart)
     const rounds: Array<Round> = []
     for (let k = 0; k < s.rounds - 1; k++) {
       const lastByte = requests[k]!.timing.lastByteAt!
@@ -220,7 +234,9 @@ const loopTurn = (env: Setup, s: Settings) =>
         loop: gap - tool,
         tail: ends[k]! - lastByte,
         beforeCall: call.start - ends[k]!,
-        afterCall: next - call.end
+        afterCall: next - call.end,
+        beforeStream: starts[k + 1]! - call.end,
+        streamToRequest: next - starts[k + 1]!
       })
     }
     return rounds
@@ -293,6 +309,36 @@ const rawRead = async (url: string, see: () => void): Promise<void> => {
   }
 }
 
+/**
+ * What @effect/ai's `LanguageModel.streamText` does on every request with a toolkit, before it
+ * decodes a part: builds the response schema `Response.StreamPart(toolkit)` (two schemas per tool).
+ * Timed alone for the loop's toolkit (built as Agent.ts builds it), and for ten times as many tools.
+ */
+const responseSchemaCost = (env: Setup, samples: number) =>
+  Effect.gen(function*() {
+    const tools = yield* env.manager.tools
+    const toolkit = (copies: number) => {
+      const record: Record<string, JsonSchemaTool.JsonSchemaTool> = {}
+      for (let c = 0; c < copies; c++) {
+        for (const t of tools) {
+          const name = c === 0 ? t.name : `${t.name}_${c}`
+          record[name] = JsonSchemaTool.fromJsonSchema(name, t.tool.description, t.tool.inputSchema)
+        }
+      }
+      return { tools: record } as unknown as Toolkit.Toolkit<Record<string, JsonSchemaTool.JsonSchemaTool>>
+    }
+    return [1, 10].map((copies) => {
+      const kit = toolkit(copies)
+      const times: Array<number> = []
+      for (let i = 0; i < samples + 3; i++) {
+        const start = performance.now()
+        Response.StreamPart(kit)
+        if (i >= 3) times.push(performance.now() - start)
+      }
+      return { count: copies * tools.length, times }
+    })
+  })
+
 const row = (label: string, xs: ReadonlyArray<number>, digits = 2) =>
   `| ${label} | ${fmt(median(xs), digits)} | ${fmt(p90(xs), digits)} |`
 
@@ -304,33 +350,39 @@ export const runAgentSection = async (s: Settings = settings()): Promise<void> =
       `${pin ? "MCP server on CPU 1" : "not pinned"}\n`
   )
   try {
-    const { added, reads, rounds } = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const env = yield* setup(s, home)
-      const readers: ReadonlyArray<Reader> = ["raw", "provider", "agent"]
-      for (let i = 0; i < s.warmup; i++) {
-        yield* loopTurn(env, s)
-        for (const reader of readers) yield* firstToken(env, reader)
-      }
-      const rounds: Array<Round> = []
-      for (let i = 0; i < s.turns; i++) {
-        const turn = yield* loopTurn(env, s)
-        rounds.push(...turn)
-        process.stderr.write(`  turn ${i + 1}: loop ${turn.map((r) => r.loop.toFixed(2)).join(", ")} ms per round\n`)
-      }
-      const reads: Record<Reader, Array<number>> = { raw: [], provider: [], agent: [] }
-      for (let i = 0; i < s.turns; i++) {
-        for (let j = 0; j < readers.length; j++) {
-          const reader = readers[(i + j) % readers.length]!
-          reads[reader].push(yield* firstToken(env, reader))
+    const { added, cpuPerRound, reads, rounds, schemaCost } = await Effect.runPromise(
+      Effect.scoped(Effect.gen(function*() {
+        const env = yield* setup(s, home)
+        const readers: ReadonlyArray<Reader> = ["raw", "provider", "agent"]
+        for (let i = 0; i < s.warmup; i++) {
+          yield* loopTurn(env, s)
+          for (const reader of readers) yield* firstToken(env, reader)
         }
-      }
-      const added = {
-        provider: reads.provider.map((p, i) => p - reads.raw[i]!),
-        loop: reads.agent.map((a, i) => a - reads.provider[i]!),
-        all: reads.agent.map((a, i) => a - reads.raw[i]!)
-      }
-      return { added, reads, rounds }
-    })))
+        const rounds: Array<Round> = []
+        const cpuBefore = process.cpuUsage()
+        for (let i = 0; i < s.turns; i++) {
+          const turn = yield* loopTurn(env, s)
+          rounds.push(...turn)
+          process.stderr.write(`  turn ${i + 1}: loop ${turn.map((r) => r.loop.toFixed(2)).join(", ")} ms per round\n`)
+        }
+        const cpu = process.cpuUsage(cpuBefore)
+        const cpuPerRound = (cpu.user + cpu.system) / 1000 / (s.turns * s.rounds)
+        const schemaCost = yield* responseSchemaCost(env, s.turns)
+        const reads: Record<Reader, Array<number>> = { raw: [], provider: [], agent: [] }
+        for (let i = 0; i < s.turns; i++) {
+          for (let j = 0; j < readers.length; j++) {
+            const reader = readers[(i + j) % readers.length]!
+            reads[reader].push(yield* firstToken(env, reader))
+          }
+        }
+        const added = {
+          provider: reads.provider.map((p, i) => p - reads.raw[i]!),
+          loop: reads.agent.map((a, i) => a - reads.provider[i]!),
+          all: reads.agent.map((a, i) => a - reads.raw[i]!)
+        }
+        return { added, cpuPerRound, reads, rounds, schemaCost }
+      }))
+    )
     const of = (k: keyof Round) => rounds.map((r) => r[k])
     console.log(
       `\n### The agent loop (${s.turns} turns of ${s.rounds} rounds: ${rounds.length} tool rounds; ` +
@@ -344,7 +396,22 @@ export const runAgentSection = async (s: Settings = settings()): Promise<void> =
     console.log(row("tool call, `ToolStarted` → `ToolDone` at the consumer", of("toolEvents")))
     console.log(row("… provider's tail: last byte → the model stream ends", of("tail")))
     console.log(row("… stream end → the call starts (assistant message persisted)", of("beforeCall")))
-    console.log(row("… call end → request k+1 arrives (result persisted, next prompt, request)", of("afterCall")))
+    console.log(row("… call end → request k+1 arrives", of("afterCall")))
+    console.log(
+      row("… … call end → the next model stream starts (result persisted, `ToolDone`, toolkit)", of("beforeStream"))
+    )
+    console.log(
+      row(
+        "… … stream start → request k+1 arrives (@effect/ai's setup, the request encoded and sent)",
+        of("streamToRequest")
+      )
+    )
+    console.log(
+      `| process CPU per round, all rounds (loop, provider, stand-in, MCP client) | ${fmt(cpuPerRound, 2)} | |`
+    )
+    for (const { count, times } of schemaCost) {
+      console.log(row(`@effect/ai's \`Response.StreamPart(toolkit)\`, built per request: ${count} tools, alone`, times))
+    }
     console.log(`\n### First streamed token (${s.turns} iterations, rotating order)\n`)
     console.log("| from the first content delta written to … | median (ms) | p90 (ms) |")
     console.log("| --- | ---: | ---: |")

@@ -29,6 +29,10 @@
  *    client included: a figure the machine's load inflates less than wall time), and, timed alone,
  *    what @effect/ai's `LanguageModel.streamText` builds on every request with a toolkit: the
  *    response schema `Response.StreamPart(toolkit)`, for the loop's tools and ten times as many.
+ *    And the same turns with an in-process model (no HTTP, no stand-in), once through
+ *    `LanguageModel.make` (as every provider is: @effect/ai builds its schema and decodes each part)
+ *    and once streaming parts already decoded: per round, (turn wall − tool calls) / rounds and the
+ *    process CPU / rounds (the MCP client's share of the calls included), turn set-up included.
  * 2. **Time added to the first streamed token.** `BENCH_AGENT_TURNS` iterations, the order rotating:
  *    the same scripted text answer (headers, then the role chunk, then the first content delta
  *    `BENCH_AGENT_EVENT_DELAY` ms later — at least 2 — so the reader is idle when it comes) read by
@@ -169,17 +173,88 @@ const setup = (s: Settings, home: string) =>
           Stream.onEnd(Effect.sync(() => streamEnds.push(performance.now())))
         )) as LanguageModel.Service["streamText"]
     }
-    const agentContext = yield* Layer.build(
-      Agent.Default({ agentsDir: Path.join(root, "agents") }).pipe(
-        Layer.provideMerge(ChatStore.Default),
-        Layer.provide(Layer.succeed(LanguageModel.LanguageModel, timedModel)),
-        Layer.provide(Layer.succeedContext(Context.add(context, McpManager.McpManager, timedManager)))
+    const managerContext = Context.add(context, McpManager.McpManager, timedManager)
+    const agentWith = (model: LanguageModel.Service) =>
+      Effect.map(
+        Layer.build(
+          Agent.Default({ agentsDir: Path.join(root, "agents") }).pipe(
+            Layer.provideMerge(ChatStore.Default),
+            Layer.provide(Layer.succeed(LanguageModel.LanguageModel, model)),
+            Layer.provide(Layer.succeedContext(managerContext))
+          )
+        ),
+        (built) => Context.get(built, Agent)
       )
-    )
-    return { standin, provider, manager, agent: Context.get(agentContext, Agent), calls, streamStarts, streamEnds }
+    const agent = yield* agentWith(timedModel)
+    const inProcess = {
+      decoded: yield* agentWith(yield* inProcessModel(s, "through LanguageModel.make")),
+      direct: yield* agentWith(yield* inProcessModel(s, "direct"))
+    }
+    return { standin, provider, manager, agent, inProcess, calls, streamStarts, streamEnds }
   })
 
 type Setup = Effect.Effect.Success<ReturnType<typeof setup>>
+
+/**
+ * A model in this process answering as the stand-in does (a call to the echo tool each round but
+ * the last, then text), with no HTTP: either through `LanguageModel.make` — as every provider is,
+ * so @effect/ai builds its response schema and decodes each part with it — or `direct`, a service
+ * streaming parts already decoded. Their difference is @effect/ai's per-request cost in the loop.
+ */
+const inProcessModel = (s: Settings, kind: "through LanguageModel.make" | "direct") =>
+  Effect.gen(function*() {
+    const encoded = (options: LanguageModel.ProviderOptions | { readonly prompt: any }) => {
+      const content: ReadonlyArray<{ role: string }> = options.prompt.content
+      const results = content.filter((m) => m.role === "tool").length
+      const usage = { inputTokens: 10, outputTokens: 5, totalTokens: 15 }
+      if (results >= s.rounds - 1) {
+        return [
+          { type: "text-start", id: "t" },
+          { type: "text-delta", id: "t", delta: "All done." },
+          { type: "text-end", id: "t" },
+          { type: "finish", reason: "stop", usage }
+        ] as const
+      }
+      return [
+        { type: "tool-call", id: `call_${results}`, name: "mcp__echo__echo", params: { message: "in process" } },
+        { type: "finish", reason: "tool-calls", usage }
+      ] as const
+    }
+    const made = yield* LanguageModel.make({
+      streamText: (options) => Stream.fromIterable(encoded(options) as ReadonlyArray<Response.StreamPartEncoded>),
+      generateText: () => Effect.dieMessage("not used")
+    })
+    if (kind !== "direct") return made
+    return {
+      ...made,
+      streamText: ((options: { readonly prompt: any }) =>
+        Stream.fromIterable(
+          encoded(options).map((part) => {
+            const { type, ...params } = part
+            return type === "finish"
+              ? Response.makePart(type, { ...params, usage: new Response.Usage(part.usage) } as any)
+              : Response.makePart(type, params as any)
+          })
+        )) as unknown as LanguageModel.Service["streamText"]
+    } satisfies LanguageModel.Service
+  })
+
+/** One in-process turn: (its wall time − its tool calls) per round, and its CPU per round. */
+const inProcessTurn = (env: Setup, s: Settings, agent: Agent) =>
+  Effect.gen(function*() {
+    const firstCall = env.calls.length
+    const cpu = process.cpuUsage()
+    const start = performance.now()
+    let end: TurnEvent.TurnEvent | undefined
+    yield* Stream.runForEach(agent.run({ message: "in process" }), (event) => Effect.sync(() => (end = event)))
+    const wall = performance.now() - start
+    const used = process.cpuUsage(cpu)
+    if (end?._tag !== "TurnDone" || end.rounds !== s.rounds) {
+      return yield* Effect.dieMessage(`the in-process turn did not end as scripted: ${JSON.stringify(end)}`)
+    }
+    const tools = env.calls.slice(firstCall).reduce((sum, c) => sum + c.end - c.start, 0)
+    return { loop: (wall - tools) / s.rounds, cpu: (used.user + used.system) / 1000 / s.rounds }
+  })
 
 /** One round's figures (ms). */
 interface Round {
@@ -350,7 +425,7 @@ export const runAgentSection = async (s: Settings = settings()): Promise<void> =
       `${pin ? "MCP server on CPU 1" : "not pinned"}\n`
   )
   try {
-    const { added, cpuPerRound, reads, rounds, schemaCost } = await Effect.runPromise(
+    const { added, cpuPerRound, inProcess, reads, rounds, schemaCost } = await Effect.runPromise(
       Effect.scoped(Effect.gen(function*() {
         const env = yield* setup(s, home)
         const readers: ReadonlyArray<Reader> = ["raw", "provider", "agent"]
@@ -367,6 +442,21 @@ export const runAgentSection = async (s: Settings = settings()): Promise<void> =
         }
         const cpu = process.cpuUsage(cpuBefore)
         const cpuPerRound = (cpu.user + cpu.system) / 1000 / (s.turns * s.rounds)
+        const inProcess = {
+          decoded: { loop: [] as Array<number>, cpu: [] as Array<number> },
+          direct: { loop: [] as Array<number>, cpu: [] as Array<number> }
+        }
+        for (let i = 0; i < s.warmup; i++) {
+          yield* inProcessTurn(env, s, env.inProcess.decoded)
+          yield* inProcessTurn(env, s, env.inProcess.direct)
+        }
+        for (let i = 0; i < s.turns; i++) {
+          for (const kind of i % 2 === 0 ? ["decoded", "direct"] as const : ["direct", "decoded"] as const) {
+            const r = yield* inProcessTurn(env, s, env.inProcess[kind])
+            inProcess[kind].loop.push(r.loop)
+            inProcess[kind].cpu.push(r.cpu)
+          }
+        }
         const schemaCost = yield* responseSchemaCost(env, s.turns)
         const reads: Record<Reader, Array<number>> = { raw: [], provider: [], agent: [] }
         for (let i = 0; i < s.turns; i++) {
@@ -380,7 +470,7 @@ export const runAgentSection = async (s: Settings = settings()): Promise<void> =
           loop: reads.agent.map((a, i) => a - reads.provider[i]!),
           all: reads.agent.map((a, i) => a - reads.raw[i]!)
         }
-        return { added, cpuPerRound, reads, rounds, schemaCost }
+        return { added, cpuPerRound, inProcess, reads, rounds, schemaCost }
       }))
     )
     const of = (k: keyof Round) => rounds.map((r) => r[k])
@@ -412,6 +502,13 @@ export const runAgentSection = async (s: Settings = settings()): Promise<void> =
     for (const { count, times } of schemaCost) {
       console.log(row(`@effect/ai's \`Response.StreamPart(toolkit)\`, built per request: ${count} tools, alone`, times))
     }
+    console.log(`\n### The loop with an in-process model, no HTTP (${s.turns} turns each, alternating)\n`)
+    console.log("| per round (turn set-up included) | median (ms) | p90 (ms) |")
+    console.log("| --- | ---: | ---: |")
+    console.log(row("through `LanguageModel.make` (as every provider): wall − tool calls", inProcess.decoded.loop))
+    console.log(row("… CPU", inProcess.decoded.cpu))
+    console.log(row("parts given already decoded (no @effect/ai schema): wall − tool calls", inProcess.direct.loop))
+    console.log(row("… CPU", inProcess.direct.cpu))
     console.log(`\n### First streamed token (${s.turns} iterations, rotating order)\n`)
     console.log("| from the first content delta written to … | median (ms) | p90 (ms) |")
     console.log("| --- | ---: | ---: |")

@@ -33,6 +33,8 @@
  *    `LanguageModel.make` (as every provider is: @effect/ai builds its schema and decodes each part)
  *    and once streaming parts already decoded: per round, (turn wall − tool calls) / rounds and the
  *    process CPU / rounds (the MCP client's share of the calls included), turn set-up included.
+ *    And, without the loop, the process CPU per request of one tool-call answer read by the raw
+ *    `fetch` reader and by the provider with the loop's toolkit (the provider's and @effect/ai's share).
  * 2. **Time added to the first streamed token.** `BENCH_AGENT_TURNS` iterations, the order rotating:
  *    the same scripted text answer (headers, then the role chunk, then the first content delta
  *    `BENCH_AGENT_EVENT_DELAY` ms later — at least 2 — so the reader is idle when it comes) read by
@@ -356,14 +358,14 @@ const firstToken = (env: Setup, reader: Reader) =>
   })
 
 /** The reference: a plain `fetch` SSE reader, as small as a reader can be and still parse the chunks. */
-const rawRead = async (url: string, see: () => void): Promise<void> => {
+const rawRead = async (url: string, see: () => void, message = `${FIRST_TOKEN}: say hello`): Promise<void> => {
   const response = await fetch(`${url}/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json", accept: "text/event-stream" },
     body: JSON.stringify({
       model: "standin-model",
       stream: true,
-      messages: [{ role: "user", content: `${FIRST_TOKEN}: say hello` }]
+      messages: [{ role: "user", content: message }]
     })
   })
   const reader = response.body!.getReader()
@@ -414,6 +416,40 @@ const responseSchemaCost = (env: Setup, samples: number) =>
     })
   })
 
+/**
+ * The process's CPU per request for one tool-call answer (a round's answer), read by the raw
+ * `fetch` reader and by the provider with the loop's toolkit (`streamText`, calls unresolved, as the
+ * loop asks): the provider's and @effect/ai's cost per round, without the loop.
+ */
+const requestCost = (env: Setup, samples: number) =>
+  Effect.gen(function*() {
+    const record: Record<string, JsonSchemaTool.JsonSchemaTool> = {}
+    for (const t of yield* env.manager.tools) {
+      record[t.name] = JsonSchemaTool.fromJsonSchema(t.name, t.tool.description, t.tool.inputSchema)
+    }
+    const toolkit = { tools: record, handle: () => Effect.dieMessage("unused") }
+    const message = "provider: call the echo tool"
+    const one = {
+      raw: Effect.promise(() => rawRead(env.standin.url, () => {}, message)),
+      provider: Stream.runDrain(
+        env.provider.streamText({ prompt: message, toolkit, disableToolCallResolution: true } as any) as Stream.Stream<
+          unknown,
+          unknown
+        >
+      ).pipe(Effect.orDie)
+    }
+    const cpu: { raw: Array<number>; provider: Array<number> } = { raw: [], provider: [] }
+    for (let i = 0; i < samples + 3; i++) {
+      for (const kind of i % 2 === 0 ? ["raw", "provider"] as const : ["provider", "raw"] as const) {
+        const before = process.cpuUsage()
+        yield* one[kind]
+        const used = process.cpuUsage(before)
+        if (i >= 3) cpu[kind].push((used.user + used.system) / 1000)
+      }
+    }
+    return cpu
+  })
+
 const row = (label: string, xs: ReadonlyArray<number>, digits = 2) =>
   `| ${label} | ${fmt(median(xs), digits)} | ${fmt(p90(xs), digits)} |`
 
@@ -425,7 +461,7 @@ export const runAgentSection = async (s: Settings = settings()): Promise<void> =
       `${pin ? "MCP server on CPU 1" : "not pinned"}\n`
   )
   try {
-    const { added, cpuPerRound, inProcess, reads, rounds, schemaCost } = await Effect.runPromise(
+    const { added, cpuPerRound, inProcess, perRequest, reads, rounds, schemaCost } = await Effect.runPromise(
       Effect.scoped(Effect.gen(function*() {
         const env = yield* setup(s, home)
         const readers: ReadonlyArray<Reader> = ["raw", "provider", "agent"]
@@ -458,6 +494,7 @@ export const runAgentSection = async (s: Settings = settings()): Promise<void> =
           }
         }
         const schemaCost = yield* responseSchemaCost(env, s.turns)
+        const perRequest = yield* requestCost(env, s.turns)
         const reads: Record<Reader, Array<number>> = { raw: [], provider: [], agent: [] }
         for (let i = 0; i < s.turns; i++) {
           for (let j = 0; j < readers.length; j++) {
@@ -470,7 +507,7 @@ export const runAgentSection = async (s: Settings = settings()): Promise<void> =
           loop: reads.agent.map((a, i) => a - reads.provider[i]!),
           all: reads.agent.map((a, i) => a - reads.raw[i]!)
         }
-        return { added, cpuPerRound, inProcess, reads, rounds, schemaCost }
+        return { added, cpuPerRound, inProcess, perRequest, reads, rounds, schemaCost }
       }))
     )
     const of = (k: keyof Round) => rounds.map((r) => r[k])
@@ -509,6 +546,8 @@ export const runAgentSection = async (s: Settings = settings()): Promise<void> =
     console.log(row("… CPU", inProcess.decoded.cpu))
     console.log(row("parts given already decoded (no @effect/ai schema): wall − tool calls", inProcess.direct.loop))
     console.log(row("… CPU", inProcess.direct.cpu))
+    console.log(row("(no loop) one tool-call answer, raw `fetch` reader: CPU per request", perRequest.raw))
+    console.log(row("(no loop) the same answer through the provider with the loop's toolkit: CPU", perRequest.provider))
     console.log(`\n### First streamed token (${s.turns} iterations, rotating order)\n`)
     console.log("| from the first content delta written to … | median (ms) | p90 (ms) |")
     console.log("| --- | ---: | ---: |")

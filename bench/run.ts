@@ -2,20 +2,22 @@
  * `npm run bench`: Skald vs the official SDK client vs a raw client, over stdio and streamable
  * HTTP, against a raw server and an SDK server of each, in ONE run (BENCH_SERVERS picks a subset). Each client runs in its own process;
  * the client order rotates every round; ratios are computed per round and their medians printed.
- * Then the command line's own cost (`cli` in BENCH_SERVERS; bench/cli.ts).
+ * Then the command line's own cost (`cli` in BENCH_SERVERS; bench/cli.ts) and the agent loop's
+ * (`agent`; bench/agent.ts).
  */
 import * as ChildProcess from "node:child_process"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { runAgentSection } from "./agent.js"
 import { runCliSection } from "./cli.js"
 import type { Metrics } from "./clients/workload.js"
 import { clientEnv, fmt, median, pin } from "./machine.js"
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
 const clients = ["skald", "sdk", "raw"] as const
-const sections = process.env.BENCH_SERVERS?.split(",") ?? ["raw", "sdk", "raw-http", "sdk-http", "cli"]
-const servers = sections.filter((s) => s !== "cli") as ReadonlyArray<Server>
+const sections = process.env.BENCH_SERVERS?.split(",") ?? ["raw", "sdk", "raw-http", "sdk-http", "cli", "agent"]
+const servers = sections.filter((s) => s !== "cli" && s !== "agent") as ReadonlyArray<Server>
 type Client = (typeof clients)[number]
 type Server = "raw" | "sdk" | "raw-http" | "sdk-http"
 
@@ -99,3 +101,4 @@ if (servers.length > 0) {
   console.log("\nRatios are per round (same round, same machine state), then the median across rounds.")
 }
 if (sections.includes("cli")) await runCliSection()
+if (sections.includes("agent")) await runAgentSection()

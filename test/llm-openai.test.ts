@@ -30,6 +30,7 @@ import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import * as TestServices from "effect/TestServices"
 import * as Tracer from "effect/Tracer"
+import { performance } from "node:perf_hooks"
 import { inspect } from "node:util"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { aimock } from "./support/aimock.js"
@@ -676,6 +677,33 @@ describe("OpenAiCompatible against the stand-in", () => {
       ].join("\n")
       assert.notInclude(everything, secret)
       assert.notInclude(everything, headerSecret)
+    }))
+
+  it.scopedLive("the stand-in spaces its events (eventDelay) and records when each was written", () =>
+    Effect.gen(function*() {
+      const events = ModelStandin.textEvents(["Hel", "lo"])
+      const standin = yield* ModelStandin.start([{ events, eventDelay: 1 }, ModelStandin.text("again")])
+      const lm = yield* model(standin.url)
+      const seen: Array<number> = []
+      const parts = yield* lm.streamText({ prompt: "hi" }).pipe(
+        Stream.tap((part) => Effect.sync(() => part.type === "text-delta" && seen.push(performance.now()))),
+        Stream.runCollect,
+        Effect.map(Chunk.toArray)
+      )
+      assert.strictEqual(textOf(parts as ReadonlyArray<Part>), "Hello")
+      const timing = standin.requests[0]!.timing
+      // One time per event, in order, between the request's arrival and the last byte.
+      assert.strictEqual(timing.eventsAt.length, events.length)
+      const order = [timing.arrived, ...timing.eventsAt, timing.lastByteAt!]
+      assert.deepStrictEqual(order, [...order].sort((a, b) => a - b))
+      // Each text delta reached the consumer after the stand-in wrote it (events 1 and 2 are the contents).
+      assert.isAtLeast(seen[0]!, timing.eventsAt[1]!)
+      assert.isAtLeast(seen[1]!, timing.eventsAt[2]!)
+      // Without eventDelay the events are written at once, and still recorded.
+      const again = yield* Stream.runCollect(lm.streamText({ prompt: "hi" }))
+      assert.strictEqual(textOf(Chunk.toArray(again) as ReadonlyArray<Part>), "again")
+      assert.strictEqual(standin.requests[1]!.timing.eventsAt.length, ModelStandin.textEvents(["again"]).length)
+      assert.isDefined(standin.requests[1]!.timing.lastByteAt)
     }))
 })
 

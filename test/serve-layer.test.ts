@@ -5,6 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { McpManager, McpServerRepo } from "@skald/server"
+import { hintFor } from "@skald/server/cli/CliError"
 import * as ServeLayer from "@skald/server/ServeLayer"
 import { Context, Duration, Effect, Exit, Layer, Option, Scope } from "effect"
 import * as Net from "node:net"
@@ -42,7 +43,7 @@ describe("ServeLayer", () => {
       yield* Scope.close(second, Exit.void)
     }))
 
-  it.scopedLive("a taken port fails with CannotListen naming the settings, before the first run", () =>
+  it.scopedLive("a taken port fails with ListenFailed naming the address, before the first run (the CLI adds the settings)", () =>
     Effect.gen(function*() {
       const blocker = Net.createServer()
       yield* Effect.acquireRelease(
@@ -57,9 +58,10 @@ describe("ServeLayer", () => {
         readonly _tag: string
         readonly message: string
       }
-      assert.strictEqual(failed._tag, "CannotListen")
+      assert.strictEqual(failed._tag, "ListenFailed")
       assert.include(failed.message, `127.0.0.1:${port}`)
-      assert.include(failed.message, "SKALD_PORT")
+      assert.notInclude(failed.message, "SKALD_PORT")
+      assert.include(hintFor(failed), "SKALD_PORT")
       assert.deepStrictEqual(said, [])
     }))
 })

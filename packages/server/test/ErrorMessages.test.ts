@@ -87,7 +87,8 @@ describe("error messages", () => {
       assert.isString(message)
       assert.isAbove(message.trim().length, 0, `${name} gave an empty message`)
       // More than the values: the fixed words of the message, at least three of them.
-      const fields = Object.values(error).filter((v): v is string => typeof v === "string")
+      // (Strings in array fields count too: a list of offered tools, of URLs…)
+      const fields = Object.values(error).flat().filter((v): v is string => typeof v === "string")
       // Words of the message that its field values do not account for (counted as words, so a value
       // "C" does not eat the C of "MCP").
       const words = (text: string) => text.split(/[^A-Za-z]+/).filter((w) => w.length > 1)

@@ -6,8 +6,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { type Run, runSkald } from "./cli-support.js"
+import { type Run, runSkald, startServe, stopProcess } from "./cli-support.js"
 import { fixture } from "./fixtures/fixtures.js"
+import { tempHome, until } from "./host-support.js"
 import { httpFixture, startEverything, startHttpFixture } from "./http-support.js"
 import { type ExportedSpan, otlpReceiver, type Receiver } from "./support/otlp.js"
 
@@ -122,6 +123,28 @@ describe("telemetry", () => {
       const span = named(receiver.spans(), "tools/call no_such_tool")
       assert.isString(span.attributes["error.type"])
       assert.strictEqual(span.status.code, 2) // ERROR
+    }))
+
+  it.scopedLive("skald serve exports the spans of the servers it runs, and flushes when stopped", () =>
+    Effect.gen(function*() {
+      const receiver = yield* otlpReceiver
+      const home = yield* tempHome
+      const serve = yield* Effect.promise(() =>
+        startServe(home, { ...json(receiver), OTEL_BSP_SCHEDULE_DELAY: "100", OTEL_SERVICE_NAME: "skald-host" })
+      )
+      // The first run's demo server connects: its initialize is exported while serve runs.
+      yield* Effect.promise(() =>
+        until(
+          "the demo server's initialize span",
+          async () => receiver.spans().filter((s) => s.name === "initialize"),
+          (spans) => spans.some((s) => s.attributes["skald.mcp.server"] === "demo")
+        )
+      )
+      assert.strictEqual(receiver.spans()[0]!.resource["service.name"], "skald-host")
+      const before = receiver.received().filter((r) => r.path === "/v1/metrics").length
+      yield* Effect.promise(() => stopProcess(serve.child))
+      // Its last metrics were exported on the way out.
+      assert.isAbove(receiver.received().filter((r) => r.path === "/v1/metrics").length, before)
     }))
 
   it.scopedLive("OTEL_TRACES_EXPORTER=none exports metrics only; an unsupported protocol exports nothing and warns", () =>

@@ -147,6 +147,16 @@ describe("telemetry", () => {
       assert.isAbove(receiver.received().filter((r) => r.path === "/v1/metrics").length, before)
     }))
 
+  it.scopedLive("a collector that refuses the connection changes neither the output nor the exit status", () =>
+    Effect.gen(function*() {
+      const echo = fixture("echo")
+      const args = ["call", "echo", "--args", "{\"message\":\"hi\"}", "--", echo.command, ...echo.args]
+      // Port 1 on loopback: nothing listens there.
+      const r = yield* skald(args, { OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:1" })
+      assert.strictEqual(r.status, 0, r.stderr)
+      assert.strictEqual(r.stdout.trim(), "hi")
+    }))
+
   it.scopedLive("OTEL_TRACES_EXPORTER=none exports metrics only; an unsupported protocol exports nothing and warns", () =>
     Effect.gen(function*() {
       const receiver = yield* otlpReceiver

@@ -207,6 +207,13 @@ describe("skald start-up", () => {
       assert.isTrue(serve.some((i) => pattern.test(i)), `skald serve loads ${pattern}`)
     }
     assert.deepStrictEqual(tree.filter((i) => /ServeLayer/.test(i)), [])
+    // The OpenTelemetry SDK and exporters load only when an OTEL_* variable asks (Telemetry.ts):
+    // in no command's static closure, but in the chunk the telemetry layer imports on demand.
+    for (const [command, closure] of Object.entries({ tree, client, host, serve })) {
+      assert.deepStrictEqual(closure.filter((i) => /@opentelemetry|TelemetrySdk/.test(i)), [], `${command} loads OTel`)
+    }
+    const sdk = staticClosure(outputFor(/packages\/server\/dist\/TelemetrySdk\.js$/))
+    assert.isTrue(sdk.some((i) => /@opentelemetry\/exporter-trace-otlp-http/.test(i)))
   })
 
   /** Runs `skald call TOOL --OPTION @- -- everything`, writing `input` on its stdin 1.5 s after start. */

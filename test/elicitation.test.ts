@@ -802,7 +802,7 @@ describe("secrets", () => {
         assert.strictEqual(warnings.length, 1, warnings.join("\n"))
         assert.include(warnings[0]!, "'password' must be a string")
         assert.isTrue(mcpLines.some((l) => l.tag === "lifecycle"))
-        assert.isTrue(spans.some((s) => s.name === "McpClient.callTool"))
+        assert.isTrue(spans.some((s) => s.name === "tools/call ask_secret"))
 
         // Now look for the value everywhere.
         const places: Array<[string, string]> = []

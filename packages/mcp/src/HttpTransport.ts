@@ -27,6 +27,7 @@ import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import * as HttpExchange from "./internal/httpExchange.js"
+import * as Span from "./internal/span.js"
 import * as JsonRpc from "./JsonRpc.js"
 import * as McpClient from "./McpClient.js"
 import * as McpLog from "./McpLog.js"
@@ -332,7 +333,12 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         }
         const isInit = isRequest(message) && message.method === "initialize"
         const usedSession = sessionId
-        const response = yield* exchange(postTarget(), "POST", postHeaders(isInit), JSON.stringify(message))
+        const response = yield* exchange(
+          postTarget(),
+          "POST",
+          Span.withTraceparent(postHeaders(isInit), message),
+          JSON.stringify(message)
+        )
         return yield* respond(message, response, usedSession, retried)
       }).pipe(Effect.scoped)
 
@@ -421,7 +427,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         pool,
         to,
         "POST",
-        postHeaders(false),
+        Span.withTraceparent(postHeaders(false), message),
         JSON.stringify(message),
         (response) => {
           if (closed) return void response.destroy()

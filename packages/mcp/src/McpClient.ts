@@ -20,6 +20,7 @@ import * as Predicate from "effect/Predicate"
 import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import type * as Tracer from "effect/Tracer"
 import * as Elicitation from "./Elicitation.js"
 import * as Connection from "./internal/connection.js"
 import { initialize } from "./internal/initialize.js"
@@ -107,6 +108,11 @@ export interface RequestOptions {
   readonly onProgress?: ((progress: Progress) => Effect.Effect<void>) | undefined
   /** Overrides the client's `maxTotalTimeout` for this call. */
   readonly maxTotalTimeout?: Duration.DurationInput | undefined
+  /**
+   * @internal The request's span (set by the engine under an installed tracer; internal/span.ts):
+   * its trace context goes in `params._meta.traceparent`.
+   */
+  readonly traceSpan?: Tracer.Span | undefined
 }
 
 /** One `notifications/progress` of a call. */
@@ -270,9 +276,9 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       callTool,
       request: (method, params, options) =>
         Span.hot(
-          "McpClient.request",
-          () => ({ "mcp.server": server, "mcp.method": method }),
-          () => requests.request(method, params, options)
+          method,
+          () => Span.requestAttributes(server, method),
+          (span) => requests.request(method, params, span === undefined ? options : { ...options, traceSpan: span })
         ),
       notify: requests.notify,
       events: Stream.fromPubSub(events),

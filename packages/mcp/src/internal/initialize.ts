@@ -6,10 +6,12 @@
 import { McpError } from "@skald/domain"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
+import type * as Tracer from "effect/Tracer"
 import type * as Elicitation from "../Elicitation.js"
 import type { ServerIdentity } from "../McpClient.js"
 import * as Protocol from "../Protocol.js"
 import type { Connection } from "./connection.js"
+import * as Span from "./span.js"
 
 export const initialize = (
   conn: Connection,
@@ -18,59 +20,62 @@ export const initialize = (
     method: string,
     params: unknown,
     timeoutMillis: number,
-    cancellable: boolean
+    cancellable: boolean,
+    late?: undefined,
+    span?: Tracer.Span
   ) => Effect.Effect<unknown, McpError.McpError>,
   notify: (method: string) => Effect.Effect<void>
 ): Effect.Effect<ServerIdentity, McpError.McpError> =>
-  Effect.gen(function*() {
-    const result = yield* send(
-      "initialize",
-      {
-        protocolVersion: Protocol.PROTOCOL_VERSION,
-        capabilities: {
-          experimental: { tasks: {} },
-          ...(elicitationHandler === undefined
-            ? {}
-            : { elicitation: elicitationHandler.url ? { form: {}, url: {} } : { form: {} } })
+  Span.hot("initialize", () => Span.requestAttributes(conn.server, "initialize"), (span) =>
+    Effect.gen(function*() {
+      const result = yield* send(
+        "initialize",
+        {
+          protocolVersion: Protocol.PROTOCOL_VERSION,
+          capabilities: {
+            experimental: { tasks: {} },
+            ...(elicitationHandler === undefined
+              ? {}
+              : { elicitation: elicitationHandler.url ? { form: {}, url: {} } : { form: {} } })
+          },
+          clientInfo: conn.settings.clientInfo
         },
-        clientInfo: conn.settings.clientInfo
-      },
-      conn.settings.startTimeoutMillis,
-      false
-    )
-    if (!Predicate.isRecord(result) || typeof result.protocolVersion !== "string") {
-      return yield* new McpError.McpProtocolError({
-        server: conn.server,
-        detail: "the initialize answer has no protocolVersion"
-      })
-    }
-    const version = result.protocolVersion
-    const info = Predicate.isRecord(result.serverInfo) ? result.serverInfo : {}
-    if (conn.settings.nameFromServerInfo && typeof info.name === "string" && info.name.trim().length > 0) {
-      conn.server = info.name.trim()
-      conn.renamed = conn.server !== conn.transport.server
-    }
-    if (version !== Protocol.PROTOCOL_VERSION) {
-      if (!Protocol.COMPATIBLE_VERSIONS.includes(version)) {
-        return yield* new McpError.McpUnsupportedProtocolVersion({
+        conn.settings.startTimeoutMillis,
+        false,
+        undefined,
+        span
+      )
+      if (!Predicate.isRecord(result) || typeof result.protocolVersion !== "string") {
+        return yield* new McpError.McpProtocolError({
           server: conn.server,
-          requested: Protocol.PROTOCOL_VERSION,
-          received: version,
-          supported: Protocol.SUPPORTED_VERSIONS
+          detail: "the initialize answer has no protocolVersion"
         })
       }
-      yield* conn.log(
-        "warning",
-        `the server negotiated protocol version ${version} (asked for ${Protocol.PROTOCOL_VERSION})`
-      )
-    }
-    yield* notify("notifications/initialized")
-    return {
-      protocolVersion: version,
-      capabilities: Predicate.isRecord(result.capabilities) ? result.capabilities : {},
-      serverInfo: info,
-      instructions: typeof result.instructions === "string" ? result.instructions : undefined
-    } satisfies ServerIdentity
-  }).pipe(
-    Effect.withSpan("McpClient.initialize", { attributes: { "mcp.server": conn.server, "mcp.method": "initialize" } })
-  )
+      const version = result.protocolVersion
+      const info = Predicate.isRecord(result.serverInfo) ? result.serverInfo : {}
+      if (conn.settings.nameFromServerInfo && typeof info.name === "string" && info.name.trim().length > 0) {
+        conn.server = info.name.trim()
+        conn.renamed = conn.server !== conn.transport.server
+      }
+      if (version !== Protocol.PROTOCOL_VERSION) {
+        if (!Protocol.COMPATIBLE_VERSIONS.includes(version)) {
+          return yield* new McpError.McpUnsupportedProtocolVersion({
+            server: conn.server,
+            requested: Protocol.PROTOCOL_VERSION,
+            received: version,
+            supported: Protocol.SUPPORTED_VERSIONS
+          })
+        }
+        yield* conn.log(
+          "warning",
+          `the server negotiated protocol version ${version} (asked for ${Protocol.PROTOCOL_VERSION})`
+        )
+      }
+      yield* notify("notifications/initialized")
+      return {
+        protocolVersion: version,
+        capabilities: Predicate.isRecord(result.capabilities) ? result.capabilities : {},
+        serverInfo: info,
+        instructions: typeof result.instructions === "string" ? result.instructions : undefined
+      } satisfies ServerIdentity
+    }))

@@ -16,6 +16,7 @@ import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as Predicate from "effect/Predicate"
 import * as RuntimeFlags from "effect/RuntimeFlags"
+import type * as Tracer from "effect/Tracer"
 import * as JsonRpc from "../JsonRpc.js"
 import type { Progress, RequestOptions } from "../McpClient.js"
 import {
@@ -27,6 +28,7 @@ import {
 } from "./connection.js"
 import * as Deadlines from "./deadlines.js"
 import * as PendingTable from "./pendingTable.js"
+import * as Span from "./span.js"
 import type * as TaskPoller from "./taskPoller.js"
 
 export interface Pending extends Deadlines.Node<Pending> {
@@ -80,6 +82,8 @@ export class PendingEntry implements Pending {
   prev: Pending | undefined = undefined
   next: Pending | undefined = undefined
   list: Deadlines.List<Pending> | undefined = undefined
+  /** The request's span, under an installed tracer: its context goes in `params._meta`. */
+  span: Tracer.Span | undefined = undefined
   constructor(
     readonly method: string,
     /** The request's params until it is sent. */
@@ -299,10 +303,11 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
       }
       // A plain tools/call holds its arguments here; its params are made now, with the request id
       // as its progress token.
-      const params = entry.toolName === undefined
+      let params = entry.toolName === undefined
         ? entry.params
         : { name: entry.toolName, arguments: entry.params, _meta: { progressToken: entry.id } }
       entry.params = undefined
+      if (entry.span !== undefined) params = Span.inject(entry.span, entry.id, params)
       transport.send(JsonRpc.request(entry.id, entry.method, params))
     }
 
@@ -335,14 +340,14 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
       params: unknown,
       timeoutMillis: number,
       cancellable: boolean,
-      late?: (answer: unknown) => void
+      late?: (answer: unknown) => void,
+      span?: Tracer.Span
     ): Effect.Effect<unknown, McpError.McpError> =>
-      Effect.withFiberRuntime((_, status) =>
-        awaitAnswer(
-          RuntimeFlags.interruption(status.runtimeFlags),
-          new PendingEntry(method, params, cancellable, timeoutMillis, undefined, undefined, late)
-        )
-      )
+      Effect.withFiberRuntime((_, status) => {
+        const entry = new PendingEntry(method, params, cancellable, timeoutMillis, undefined, undefined, late)
+        entry.span = span
+        return awaitAnswer(RuntimeFlags.interruption(status.runtimeFlags), entry)
+      })
 
     const requestDetached = (method: string, params: unknown) => {
       if (closed === undefined) {
@@ -357,7 +362,7 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
       options?.timeout === undefined ? callTimeoutMillis : Duration.toMillis(options.timeout)
 
     const request = (method: string, params?: unknown, options?: RequestOptions) =>
-      send(method, params, timeoutOf(options), method === "tools/call")
+      send(method, params, timeoutOf(options), method === "tools/call", undefined, Span.spanOf(options))
 
     const notify = (method: string, params?: unknown) =>
       Effect.sync(() => {

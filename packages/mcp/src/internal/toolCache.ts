@@ -8,8 +8,10 @@ import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import type * as Scope from "effect/Scope"
 import * as SubscriptionRef from "effect/SubscriptionRef"
+import type * as Tracer from "effect/Tracer"
 import type { ToolList } from "../McpClient.js"
 import type { Connection, JsonObject } from "./connection.js"
+import * as Span from "./span.js"
 
 /** One connection's tool cache. */
 export interface ToolCache {
@@ -31,7 +33,7 @@ export interface ToolCache {
 
 export const make = (
   conn: Connection,
-  request: (method: string, params?: unknown) => Effect.Effect<unknown, McpError.McpError>
+  request: (method: string, params?: unknown, options?: Span.Traced) => Effect.Effect<unknown, McpError.McpError>
 ): Effect.Effect<ToolCache> =>
   Effect.gen(function*() {
     const { log } = conn
@@ -44,52 +46,54 @@ export const make = (
     let latest: ToolList | undefined
     let byName = new Map<string, McpTool.McpTool>()
 
-    const listAllPages = Effect.gen(function*() {
-      const wire: Array<JsonObject> = []
-      let cursor: string | undefined
-      for (let page = 1; page <= maxToolPages; page++) {
-        const result = yield* request("tools/list", cursor === undefined ? {} : { cursor })
-        if (!Predicate.isRecord(result) || !Array.isArray(result.tools)) {
-          return yield* new McpError.McpProtocolError({
-            server: conn.server,
-            detail: "tools/list answered without a tools array"
-          })
+    const listAllPages = (span: Tracer.Span | undefined) =>
+      Effect.gen(function*() {
+        const wire: Array<JsonObject> = []
+        let cursor: string | undefined
+        for (let page = 1; page <= maxToolPages; page++) {
+          const result = yield* request("tools/list", cursor === undefined ? {} : { cursor }, { traceSpan: span })
+          if (!Predicate.isRecord(result) || !Array.isArray(result.tools)) {
+            return yield* new McpError.McpProtocolError({
+              server: conn.server,
+              detail: "tools/list answered without a tools array"
+            })
+          }
+          for (const tool of result.tools) if (Predicate.isRecord(tool)) wire.push(tool)
+          cursor = typeof result.nextCursor === "string" ? result.nextCursor : undefined
+          if (cursor === undefined) break
+          if (page === maxToolPages) {
+            yield* log(
+              "warning",
+              `tools/list still had a nextCursor after ${maxToolPages} pages; kept the ${wire.length} tools read so far`
+            )
+          }
         }
-        for (const tool of result.tools) if (Predicate.isRecord(tool)) wire.push(tool)
-        cursor = typeof result.nextCursor === "string" ? result.nextCursor : undefined
-        if (cursor === undefined) break
-        if (page === maxToolPages) {
-          yield* log(
-            "warning",
-            `tools/list still had a nextCursor after ${maxToolPages} pages; kept the ${wire.length} tools read so far`
-          )
+        const tools: Array<McpTool.McpTool> = []
+        for (const entry of wire) {
+          const tool = McpTool.fromWire(entry)
+          if (Option.isSome(tool)) tools.push(tool.value)
+          else yield* log("warning", "tools/list returned a tool without a name; it was ignored")
         }
-      }
-      const tools: Array<McpTool.McpTool> = []
-      for (const entry of wire) {
-        const tool = McpTool.fromWire(entry)
-        if (Option.isSome(tool)) tools.push(tool.value)
-        else yield* log("warning", "tools/list returned a tool without a name; it was ignored")
-      }
-      return { tools, wire } satisfies ToolList
-    })
+        return { tools, wire } satisfies ToolList
+      })
 
-    const listNow = Effect.gen(function*() {
-      everListed = true
-      const generation = wantedGeneration
-      const list = yield* listAllPages
-      listedGeneration = generation
-      latest = list
-      byName = new Map(list.tools.map((tool) => [tool.name, tool]))
-      yield* SubscriptionRef.set(toolList, Option.some(list))
-      return list
-    }).pipe(
-      Effect.withSpan("McpClient.listTools", { attributes: { "mcp.server": conn.server, "mcp.method": "tools/list" } })
-    )
+    const listNow = Span.hot("tools/list", () =>
+      Span.requestAttributes(conn.server, "tools/list"), (span) =>
+      Effect.gen(function*() {
+        everListed = true
+        const generation = wantedGeneration
+        const list = yield* listAllPages(span)
+        listedGeneration = generation
+        latest = list
+        byName = new Map(list.tools.map((tool) => [tool.name, tool]))
+        yield* SubscriptionRef.set(toolList, Option.some(list))
+        return list
+      }))
 
     const refreshTools = refreshLock.withPermits(1)(listNow)
 
-    const isFresh = () => latest !== undefined && listedGeneration >= wantedGeneration
+    const isFresh = () =>
+      latest !== undefined && listedGeneration >= wantedGeneration
     const currentTools: Effect.Effect<ToolList, McpError.McpError> = Effect.suspend(() =>
       isFresh()
         ? Effect.succeed(latest!)
@@ -99,9 +103,13 @@ export const make = (
     const onToolsChanged = Effect.suspend(() => {
       wantedGeneration++
       // Only a client that has listed keeps its list fresh; coalesces a burst into one listing.
-      if (!everListed) return Effect.void
+      if (!everListed) {
+        return Effect.void
+      }
       return currentTools.pipe(
-        Effect.catchAll((error) => log("warning", `could not refresh the tool list: ${error.message}`)),
+        Effect.catchAll((error) =>
+          log("warning", `could not refresh the tool list: ${error.message}`)
+        ),
         Effect.forkScoped,
         Effect.asVoid
       )

@@ -152,20 +152,19 @@ export const make = (
     const maxTotal = options?.maxTotalTimeout === undefined
       ? defaultMaxTotalMillis
       : Duration.toMillis(options.maxTotalTimeout)
-    return awaitAnswer(
-      interruptible,
-      new PendingEntry(
-        "tools/call",
-        args ?? {},
-        true,
-        timeoutMillis,
-        name,
-        tool,
-        undefined,
-        options?.onProgress,
-        Math.max(maxTotal, timeoutMillis)
-      )
+    const entry = new PendingEntry(
+      "tools/call",
+      args ?? {},
+      true,
+      timeoutMillis,
+      name,
+      tool,
+      undefined,
+      options?.onProgress,
+      Math.max(maxTotal, timeoutMillis)
     )
+    if (options !== undefined) entry.span = Span.spanOf(options)
+    return awaitAnswer(interruptible, entry)
   }
 
   const callWith = (
@@ -217,11 +216,11 @@ export const make = (
     Effect.withFiberRuntime<CallOutcome, McpError.McpError>((fiber, status) => {
       if (!Span.isTraced(fiber)) return callToolIn(RuntimeFlags.interruption(status.runtimeFlags), name, args, options)
       return Span.around(
-        "McpClient.callTool",
-        { "mcp.server": conn.server, "mcp.method": "tools/call", "mcp.tool": name },
-        () =>
+        `tools/call ${name}`,
+        Span.requestAttributes(conn.server, "tools/call", name),
+        (span) =>
           Effect.withFiberRuntime((_, inner) =>
-            callToolIn(RuntimeFlags.interruption(inner.runtimeFlags), name, args, options)
+            callToolIn(RuntimeFlags.interruption(inner.runtimeFlags), name, args, { ...options, traceSpan: span })
           )
       )
     })

@@ -48,7 +48,7 @@ export const tools = ({ json, ...target }: ToolsArgs) =>
       yield* client.toolListChanges.pipe(Stream.timeout(TOOLS_QUIET_PERIOD), Stream.runDrain)
       const list = yield* client.toolList
       yield* stdout(json ? Output.json(list.wire) : Output.toolLines(list.tools))
-    }))
+    })).pipe(Effect.withSpan("skald tools"))
 
 /** `skald call`. */
 export const call = ({ apiKeyEnv, http, json, mediaDir, tool, ...given }: CallArgs) =>
@@ -75,4 +75,4 @@ export const call = ({ apiKeyEnv, http, json, mediaDir, tool, ...given }: CallAr
     if (outcome.result._tag !== "Task" && outcome.result.isError) {
       return yield* new ExitWith({ status: ExitStatus.ToolError })
     }
-  }).pipe(Effect.scoped)
+  }).pipe(Effect.scoped, Effect.withSpan("skald call", { attributes: { "gen_ai.tool.name": tool } }))

@@ -12,6 +12,7 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
+import * as Telemetry from "../Telemetry.js"
 import * as Cli from "./Cli.js"
 import { ExitStatus, ExitWith } from "./CliError.js"
 import * as Io from "./Io.js"
@@ -21,9 +22,12 @@ import * as Target from "./Target.js"
 const { own, server } = Target.splitArgv(process.argv.slice(2))
 
 // Diagnostics go to stderr (Io.stderrLogger): warnings and worse unless --log-level says otherwise.
+// OpenTelemetry only when an OTEL_* variable asks for it (Telemetry.ts): every command runs under
+// it, and its finalizer flushes the exporters before the process ends, whatever the exit status.
 
 const program = Cli.run(own).pipe(
   Effect.provideService(Target.ServerCommandLine, server),
+  Effect.provide(Telemetry.layer),
   Effect.provide(
     Layer.mergeAll(Settings.Settings.Default, NodeContext.layer, Logger.replace(Logger.defaultLogger, Io.stderrLogger))
   ),

@@ -1,0 +1,178 @@
+/**
+ * OpenTelemetry end to end (docs/telemetry.md): the real `skald` binary, configured only by the
+ * OTEL_* variables, exports to a loopback OTLP receiver (support/otlp.ts); the spans, their
+ * parents and attributes, the metrics, the trace context a server receives, and no secret in any
+ * exported byte.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { type Run, runSkald, startServe, stopProcess } from "./cli-support.js"
+import { fixture } from "./fixtures/fixtures.js"
+import { tempHome, until } from "./host-support.js"
+import { httpFixture, startEverything, startHttpFixture } from "./http-support.js"
+import { type ExportedSpan, otlpReceiver, type Receiver } from "./support/otlp.js"
+
+const MARKER = "marker-argument-5be1d0"
+const SECRET = "sk-secret-api-key-9c41f7"
+
+const skald = (args: ReadonlyArray<string>, env: Record<string, string>) =>
+  Effect.promise((): Promise<Run> => runSkald(args, { env }))
+
+const json = (receiver: Receiver) => ({
+  OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+  OTEL_EXPORTER_OTLP_PROTOCOL: "http/json"
+})
+
+const named = (spans: ReadonlyArray<ExportedSpan>, name: string): ExportedSpan => {
+  const found = spans.find((s) => s.name === name)
+  assert.isDefined(found, `no span ${name} among ${spans.map((s) => s.name).join(", ")}`)
+  return found!
+}
+
+const noByteHas = (receiver: Receiver, ...secrets: ReadonlyArray<string>) => {
+  assert.isAbove(receiver.received().length, 0)
+  for (const r of receiver.received()) {
+    for (const secret of secrets) assert.isFalse(r.body.includes(secret), `${r.path} carries ${secret}`)
+  }
+}
+
+describe("telemetry", () => {
+  it.scopedLive("skald call over HTTP: one trace of client spans with the MCP attributes, metrics, no secret", () =>
+    Effect.gen(function*() {
+      for (const key of Object.keys(process.env)) assert.isFalse(key.startsWith("OTEL_"), `the test runs with ${key}`)
+      const receiver = yield* otlpReceiver
+      const server = yield* startEverything("streamableHttp")
+      const r = yield* skald(
+        ["call", "echo", "--args", JSON.stringify({ message: MARKER }), "--http", server.url, "--api-key-env", "K"],
+        { ...json(receiver), K: SECRET }
+      )
+      assert.strictEqual(r.status, 0, r.stderr)
+      assert.include(r.stdout, MARKER)
+
+      const spans = receiver.spans()
+      const root = named(spans, "skald call")
+      assert.strictEqual(root.parentSpanId, "")
+      assert.strictEqual(root.resource["service.name"], "skald")
+      const host = new URL(server.url).host
+      const call = named(spans, "tools/call echo")
+      assert.strictEqual(call.kind, 3) // CLIENT
+      assert.deepInclude(call.attributes, {
+        "mcp.method.name": "tools/call",
+        "gen_ai.tool.name": "echo",
+        "gen_ai.operation.name": "execute_tool"
+      })
+      // The server is named by its URL's host until initialize answers, then by its serverInfo.
+      const serverName = call.attributes["skald.mcp.server"]
+      assert.isTrue(typeof serverName === "string" && serverName.length > 0)
+      assert.match(String(call.attributes["jsonrpc.request.id"]), /^\d+$/)
+      assert.notProperty(call.attributes, "error.type")
+      const initialize = named(spans, "initialize")
+      assert.deepInclude(initialize.attributes, { "mcp.method.name": "initialize", "skald.mcp.server": host })
+      for (const span of [call, initialize]) {
+        assert.strictEqual(span.traceId, root.traceId, span.name)
+        assert.strictEqual(span.parentSpanId, root.spanId, span.name)
+      }
+
+      const points = receiver.points().filter((p) => p.name === "mcp.client.operation.duration")
+      assert.isTrue(
+        points.some((p) =>
+          p.attributes["gen_ai.tool.name"] === "echo" && p.attributes["skald.mcp.server"] === serverName
+        ),
+        JSON.stringify(points)
+      )
+      // Neither the argument (echoed back in the result) nor the bearer token is in any export.
+      noByteHas(receiver, MARKER, SECRET)
+    }))
+
+  it.scopedLive("http/protobuf by default: the server gets the call span's context in params._meta and the header", () =>
+    Effect.gen(function*() {
+      const receiver = yield* otlpReceiver
+      const server = yield* startHttpFixture(httpFixture("trace", "stateless"))
+      const r = yield* skald(["call", "trace_context", "--http", server.url], {
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_SERVICE_NAME: "skald-test",
+        OTEL_RESOURCE_ATTRIBUTES: "deployment.environment.name=ci"
+      })
+      assert.strictEqual(r.status, 0, r.stderr)
+      const seen = JSON.parse(r.stdout) as { meta: string; header: string }
+      assert.match(seen.meta, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
+      assert.strictEqual(seen.header, seen.meta)
+      const traces = receiver.received().filter((x) => x.path === "/v1/traces")
+      assert.isAbove(traces.length, 0)
+      for (const t of traces) assert.strictEqual(t.contentType, "application/x-protobuf")
+      const body = Buffer.concat(traces.map((t) => t.body))
+      // The exported call span is the one whose context the server got (ids are raw bytes in protobuf).
+      const [, traceId, spanId] = seen.meta.split("-")
+      assert.isTrue(body.includes(Buffer.from(traceId!, "hex")))
+      assert.isTrue(body.includes(Buffer.from(spanId!, "hex")))
+      for (const text of ["tools/call trace_context", "skald-test", "deployment.environment.name", "ci"]) {
+        assert.isTrue(body.includes(text), text)
+      }
+      assert.isTrue(receiver.received().some((x) => x.path === "/v1/metrics"))
+    }))
+
+  it.scopedLive("exit 1 (a tool error) and exit 2 (an unknown tool) still flush, with error.type", () =>
+    Effect.gen(function*() {
+      const receiver = yield* otlpReceiver
+      const echo = fixture("echo")
+      const failed = yield* skald(["call", "fail", "--", echo.command, ...echo.args], json(receiver))
+      assert.strictEqual(failed.status, 1, failed.stderr)
+      assert.strictEqual(named(receiver.spans(), "tools/call fail").attributes["error.type"], "tool_error")
+      const unknown = yield* skald(["call", "no_such_tool", "--", echo.command, ...echo.args], json(receiver))
+      assert.strictEqual(unknown.status, 2, unknown.stderr)
+      const span = named(receiver.spans(), "tools/call no_such_tool")
+      assert.isString(span.attributes["error.type"])
+      assert.strictEqual(span.status.code, 2) // ERROR
+    }))
+
+  it.scopedLive("skald serve exports the spans of the servers it runs, and flushes when stopped", () =>
+    Effect.gen(function*() {
+      const receiver = yield* otlpReceiver
+      const home = yield* tempHome
+      const serve = yield* Effect.promise(() =>
+        startServe(home, { ...json(receiver), OTEL_BSP_SCHEDULE_DELAY: "100", OTEL_SERVICE_NAME: "skald-host" })
+      )
+      // The first run's demo server connects: its initialize is exported while serve runs.
+      yield* Effect.promise(() =>
+        until(
+          "the demo server's initialize span",
+          async () => receiver.spans().filter((s) => s.name === "initialize"),
+          (spans) => spans.some((s) => s.attributes["skald.mcp.server"] === "demo")
+        )
+      )
+      assert.strictEqual(receiver.spans()[0]!.resource["service.name"], "skald-host")
+      const before = receiver.received().filter((r) => r.path === "/v1/metrics").length
+      yield* Effect.promise(() => stopProcess(serve.child))
+      // Its last metrics were exported on the way out.
+      assert.isAbove(receiver.received().filter((r) => r.path === "/v1/metrics").length, before)
+    }))
+
+  it.scopedLive("a collector that refuses the connection changes neither the output nor the exit status", () =>
+    Effect.gen(function*() {
+      const echo = fixture("echo")
+      const args = ["call", "echo", "--args", "{\"message\":\"hi\"}", "--", echo.command, ...echo.args]
+      // Port 1 on loopback: nothing listens there.
+      const r = yield* skald(args, { OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:1" })
+      assert.strictEqual(r.status, 0, r.stderr)
+      assert.strictEqual(r.stdout.trim(), "hi")
+    }))
+
+  it.scopedLive("OTEL_TRACES_EXPORTER=none exports metrics only; an unsupported protocol exports nothing and warns", () =>
+    Effect.gen(function*() {
+      const receiver = yield* otlpReceiver
+      const echo = fixture("echo")
+      const args = ["call", "echo", "--args", "{\"message\":\"hi\"}", "--", echo.command, ...echo.args]
+      const metricsOnly = yield* skald(args, { ...json(receiver), OTEL_TRACES_EXPORTER: "none" })
+      assert.strictEqual(metricsOnly.status, 0, metricsOnly.stderr)
+      assert.deepStrictEqual(receiver.received().filter((x) => x.path === "/v1/traces"), [])
+      assert.isTrue(receiver.points().some((p) => p.name === "mcp.client.operation.duration"))
+      const before = receiver.received().length
+      const grpc = yield* skald(args, {
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: "grpc"
+      })
+      assert.strictEqual(grpc.status, 0, grpc.stderr)
+      assert.include(grpc.stderr, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported")
+      assert.strictEqual(receiver.received().length, before)
+    }))
+})

@@ -11,6 +11,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { TurnEvent } from "@skald/domain"
 import { SessionBusy, UnknownAgent, UnknownSession } from "@skald/server/agent/Agent"
 import * as History from "@skald/server/agent/History"
+import * as ToolNames from "@skald/server/agent/llm/ToolNames"
 import { Chunk, Effect, Fiber, Ref, Schedule, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -316,20 +317,129 @@ describe("agent turn loop", () => {
       assert.deepStrictEqual(results.map((p) => [p.id, p.isFailure]), [["x", true], ["e", false]])
     }))
 
-  it.scopedLive("a call of a tool the model was not given fails the turn (the model's output is malformed)", () =>
+  it.scopedLive("a call of a tool the model was not given: the model is asked again with a note; the turn goes on", () =>
+    Effect.gen(function*() {
+      const { agent, model, store } = yield* startAgent(
+        [fixtureEntry("echo", "echo")],
+        [
+          Scripted.calls([{ id: "n", name: "mcp__nobody__tool" }]),
+          Scripted.calls([{ id: "e", name: "mcp__echo__echo", params: { message: "hi" } }]),
+          Scripted.answer("ok")
+        ]
+      )
+      const all = yield* events(agent.run({ message: "try" }))
+      const end = last(all)
+      assert.strictEqual(end._tag, "TurnDone")
+      assert.strictEqual(end._tag === "TurnDone" ? end.text : "", "ok")
+      // Nothing of the unreadable answer ran; the model was told which tools there are.
+      assert.deepStrictEqual(ofTag(all, "ToolDone").map((e) => [e.callId, e.status]), [["e", "done"]])
+      const asked = yield* model.recorded
+      assert.strictEqual(asked.length, 3)
+      const system = asked[1]!.prompt.content[0]!
+      assert.strictEqual(system.role, "system")
+      const note = system.role === "system" ? system.content : ""
+      assert.include(note, "could not be used")
+      assert.include(note, "mcp__echo__echo")
+      // The note is for that retry only: the next request has the agent's prompt alone.
+      const third = asked[2]!.prompt.content[0]!
+      assert.notInclude(third.role === "system" ? third.content : "", "could not be used")
+      const sessionId = (all[0] as TurnEvent.TurnStarted).sessionId
+      const rows = yield* store.history(sessionId)
+      assert.deepStrictEqual(rows.map((r) => r.role), ["user", "assistant", "assistant"])
+      assert.isUndefined(History.problemOf(History.replay(rows)))
+    }))
+
+  it.scopedLive("an unreadable answer after the retries fails the turn; nothing of it is kept", () =>
     Effect.gen(function*() {
       const { agent, store } = yield* startAgent(
         [fixtureEntry("echo", "echo")],
-        [Scripted.calls([{ id: "n", name: "mcp__nobody__tool" }]), Scripted.answer("ok")]
+        [
+          Scripted.calls([{ id: "n1", name: "mcp__nobody__tool" }]),
+          Scripted.calls([{ id: "n2", name: "mcp__nobody__tool" }]),
+          Scripted.answer("ok")
+        ],
+        { malformedRetries: 1 }
       )
       const all = yield* events(agent.run({ message: "try" }))
       const end = last(all)
       assert.strictEqual(end._tag, "TurnFailed")
       assert.strictEqual(end._tag === "TurnFailed" ? end.errorTag : "", "MalformedOutput")
-      // Nothing of the failed round is kept: the history stays valid, the session usable.
       const sessionId = (all[0] as TurnEvent.TurnStarted).sessionId
       assert.deepStrictEqual((yield* store.history(sessionId)).map((r) => r.role), ["user"])
       assert.strictEqual(last(yield* events(agent.run({ sessionId, message: "again" })))._tag, "TurnDone")
+    }))
+
+  it.scopedLive("arguments that are not a JSON object: the model is asked again; the turn goes on", () =>
+    Effect.gen(function*() {
+      const { agent, model } = yield* startAgent(
+        [fixtureEntry("echo", "echo")],
+        [Scripted.calls([{ id: "b", name: "mcp__echo__echo", params: [1, 2] }]), Scripted.answer("fine")]
+      )
+      const all = yield* events(agent.run({ message: "try" }))
+      assert.strictEqual(last(all)._tag, "TurnDone")
+      assert.lengthOf(ofTag(all, "ToolStarted"), 0)
+      assert.strictEqual(yield* model.rounds, 2)
+    }))
+
+  it.scopedLive("an isError result is recorded error and the model reads it marked as a failure", () =>
+    Effect.gen(function*() {
+      const { agent, model, store } = yield* startAgent(
+        [fixtureEntry("echo", "echo")],
+        [
+          Scripted.calls([
+            { id: "f", name: "mcp__echo__fail", params: { why: "disk full" } },
+            { id: "e", name: "mcp__echo__echo", params: { message: "x" } }
+          ]),
+          Scripted.answer("The fail tool failed.")
+        ]
+      )
+      const all = yield* events(agent.run({ message: "try" }))
+      const done = new Map(ofTag(all, "ToolDone").map((e) => [e.callId, e]))
+      assert.strictEqual(done.get("f")?.status, "error")
+      assert.strictEqual(done.get("f")?.result, `${History.TOOL_ERROR_PREFIX}the tool failed: disk full`)
+      assert.strictEqual(done.get("e")?.status, "done")
+      const asked = yield* model.recorded
+      const results = asked[1]!.prompt.content.flatMap((m) => (m.role === "tool" ? m.content : []))
+      assert.deepStrictEqual(results.map((p) => [p.id, p.isFailure]), [["f", true], ["e", false]])
+      const sessionId = (all[0] as TurnEvent.TurnStarted).sessionId
+      const calls = (yield* store.history(sessionId)).flatMap((r) => r.calls)
+      assert.deepStrictEqual(calls.map((c) => [c.callId, c.status]), [["f", "error"], ["e", "done"]])
+    }))
+
+  it.scopedLive("a tool whose qualified name is over 64 characters: the provider sees a name it accepts, the rest the MCP one", () =>
+    Effect.gen(function*() {
+      const server = "s".repeat(60)
+      const mcpName = `mcp__${server}__echo`
+      let providerName = ""
+      const { agent, model, store } = yield* startAgent(
+        [fixtureEntry(server, "echo")],
+        [
+          (request) => {
+            providerName = ToolNames.encode(mcpName)
+            assert.include(request.tools, providerName)
+            return Scripted.calls([{ id: "l", name: providerName, params: { message: "long" } }])
+          },
+          Scripted.answer("done"),
+          Scripted.answer("again")
+        ]
+      )
+      const all = yield* events(agent.run({ message: "try" }))
+      assert.strictEqual(last(all)._tag, "TurnDone")
+      const asked = yield* model.recorded
+      assert.isTrue(asked[0]!.tools.every((t) => /^[a-zA-Z0-9_-]{1,64}$/.test(t)), asked[0]!.tools.join(","))
+      assert.notStrictEqual(providerName, mcpName)
+      const done = ofTag(all, "ToolDone")
+      assert.deepStrictEqual(done.map((e) => [e.name, e.status, e.result]), [[mcpName, "done", "long"]])
+      const sessionId = (all[0] as TurnEvent.TurnStarted).sessionId
+      assert.deepStrictEqual((yield* store.history(sessionId)).flatMap((r) => r.calls).map((c) => c.name), [mcpName])
+      // The request carries the provider's name for the call and its result, live and replayed.
+      const names = (request: Scripted.Recorded) =>
+        request.prompt.content.flatMap((m) =>
+          m.role === "assistant" || m.role === "tool" ? m.content.flatMap((p) => ("name" in p ? [p.name] : [])) : []
+        )
+      assert.deepStrictEqual(names(asked[1]!), [providerName, providerName])
+      yield* events(agent.run({ sessionId, message: "more" }))
+      assert.deepStrictEqual(names((yield* model.recorded)[2]!), [providerName, providerName])
     }))
 
   it.scopedLive("the round limit ends the turn with a note, every call answered", () =>

@@ -7,12 +7,16 @@ import * as Schema from "effect/Schema"
 
 /** A text result. */
 export class TextResult extends Schema.TaggedClass<TextResult>("@skald/domain/TextResult")("Text", {
-  text: Schema.String
+  text: Schema.String,
+  /** The tool answered `isError: true` (its result is its report of a failure). */
+  isError: Schema.optionalWith(Schema.Boolean, { exact: true })
 }) {}
 
 /** A JSON result. */
 export class JsonResult extends Schema.TaggedClass<JsonResult>("@skald/domain/JsonResult")("Json", {
-  value: Schema.Unknown
+  value: Schema.Unknown,
+  /** The tool answered `isError: true` (its result is its report of a failure). */
+  isError: Schema.optionalWith(Schema.Boolean, { exact: true })
 }) {}
 
 /** Text | Json. */
@@ -29,3 +33,6 @@ export const toWire = (result: ToolResult): string =>
 
 /** `"string"` for Text, `"json"` for Json. */
 export const kind = (result: ToolResult): ResultKind => (result._tag === "Text" ? "string" : "json")
+
+/** Whether the tool answered `isError: true`. */
+export const isError = (result: ToolResult): boolean => result.isError === true

@@ -99,6 +99,11 @@ const annotations = fc.record({
   openWorldHint: fc.boolean()
 }, { requiredKeys: [] })
 
+// A `__proto__` key (JSON.parse makes it an own property) is left out of the comparison with the
+// class's validating constructor: effect's Schema.Record rebuilds the object by assignment, where
+// `__proto__` sets the prototype instead. fromWire keeps it an own property (tested below).
+const noProtoKey = (u: unknown) => !JSON.stringify(u).includes("\"__proto__\"")
+
 const wireTool = fc.record({
   name: nonEmpty,
   title: fc.string(),
@@ -110,7 +115,7 @@ const wireTool = fc.record({
     requiredKeys: []
   }),
   extra: json
-}, { requiredKeys: ["name"] })
+}, { requiredKeys: ["name"] }).filter(noProtoKey)
 
 describe("McpTool.fromWire", () => {
   it.prop("reads every field it knows, with the documented defaults", [wireTool], ([w]) => {
@@ -135,6 +140,17 @@ describe("McpTool.fromWire", () => {
     deepStrictEqual(Object.entries(t), Object.entries(made))
     assert.strictEqual(Object.getPrototypeOf(t), Object.getPrototypeOf(made))
     deepStrictEqual(Schema.encodeSync(McpTool.McpTool)(t), Schema.encodeSync(McpTool.McpTool)(made))
+  })
+
+  it("a __proto__ key in a schema stays an own property, never the prototype", () => {
+    const wire = JSON.parse(
+      "{\"name\":\"t\",\"inputSchema\":{\"__proto__\":{\"polluted\":true}},\"outputSchema\":{\"__proto__\":{}}}"
+    )
+    const tool = Option.getOrThrow(McpTool.fromWire(wire))
+    assert.isTrue(Object.hasOwn(tool.inputSchema, "__proto__"))
+    assert.strictEqual(Object.getPrototypeOf(tool.inputSchema), Object.prototype)
+    assert.isUndefined((tool.inputSchema as { polluted?: unknown }).polluted)
+    assert.isTrue(Object.hasOwn(tool.outputSchema!, "__proto__"))
   })
 
   it("defaults: taskSupport forbidden, inputSchema {type: object}", () => {

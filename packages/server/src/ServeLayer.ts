@@ -16,7 +16,6 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
 import * as AppMetaRepo from "./host/AppMetaRepo.js"
 import * as FirstRun from "./host/FirstRun.js"
 import * as HostServices from "./host/HostServices.js"
@@ -39,11 +38,6 @@ export interface Options {
   readonly onFirstRun?: ((name: string) => Effect.Effect<void>) | undefined
 }
 
-/** The host could not listen: the endpoint's own message plus the settings that change the address. */
-export class CannotListen extends Schema.TaggedError<CannotListen>("@skald/server/CannotListen")("CannotListen", {
-  message: Schema.String
-}) {}
-
 /**
  * The serve process: the host's services of the home with the HTTP endpoints listening and the
  * MCP manager running. Everything it starts is stopped when the layer's scope closes.
@@ -55,16 +49,6 @@ export const layer = (options: Options) =>
     const http = HttpEndpoints.layer(
       { host: options.host, port: options.port },
       (url) => Effect.zipRight(Deferred.succeed(listening, url), options.onListening?.(url) ?? Effect.void)
-    ).pipe(
-      Layer.catchAll((error) =>
-        Layer.fail(
-          error._tag === "ListenFailed"
-            ? new CannotListen({
-              message: `${error.message}; set SKALD_PORT (0 picks a free port) or SKALD_HOST to listen elsewhere`
-            })
-            : error
-        )
-      )
     )
     const firstRun = Layer.effectDiscard(
       Effect.flatMap(FirstRun.ensure, (registered) =>

@@ -22,7 +22,7 @@ import * as LanguageModel from "@effect/ai/LanguageModel"
 import * as Prompt from "@effect/ai/Prompt"
 import type * as Response from "@effect/ai/Response"
 import type * as Toolkit from "@effect/ai/Toolkit"
-import { TurnEvent } from "@skald/domain"
+import { ToolResult, TurnEvent } from "@skald/domain"
 import type { McpClient } from "@skald/mcp"
 import * as Cause from "effect/Cause"
 import * as Config from "effect/Config"
@@ -43,6 +43,7 @@ import { McpManager } from "../host/McpManager.js"
 import { ChatStore, type ChatStoreError, type Session } from "./ChatStore.js"
 import * as History from "./History.js"
 import * as JsonSchemaTool from "./llm/JsonSchemaTool.js"
+import * as ToolNames from "./llm/ToolNames.js"
 
 /** A turn is already running in that session. */
 export class SessionBusy extends Schema.TaggedError<SessionBusy>("@skald/server/SessionBusy")("SessionBusy", {
@@ -87,10 +88,21 @@ export interface Options {
   readonly toolConcurrency?: number | undefined
   /** A tool result over this many bytes (UTF-8) is cut with a note (default 100 KB). */
   readonly resultCap?: number | undefined
+  /**
+   * Answers of the model that cannot be read (a tool it was not given, arguments that are not JSON)
+   * asked again per turn, with a note saying what was wrong, before the turn fails (default 2).
+   */
+  readonly malformedRetries?: number | undefined
 }
 
 /** The defaults of `Options`. */
-export const defaults = { maxRounds: 50, toolConcurrency: 8, resultCap: 100 * 1024, agent: "main" } as const
+export const defaults = {
+  maxRounds: 50,
+  toolConcurrency: 8,
+  resultCap: 100 * 1024,
+  malformedRetries: 2,
+  agent: "main"
+} as const
 
 /** The repository's `agents/` folder (this file is `packages/server/{src,dist}/agent/Agent.*`). */
 export const repositoryAgentsDir = (): string => fileURLToPath(new URL("../../../../agents/", import.meta.url))
@@ -132,6 +144,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
       const maxRounds = options.maxRounds ?? defaults.maxRounds
       const concurrency = options.toolConcurrency ?? defaults.toolConcurrency
       const resultCap = options.resultCap ?? defaults.resultCap
+      const malformedRetries = options.malformedRetries ?? defaults.malformedRetries
       const running = yield* Ref.make<ReadonlyMap<string, Running>>(new Map())
 
       /** The agent's system prompt. */
@@ -167,16 +180,23 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
           return { session: found.value, prompt: yield* systemPrompt(found.value.agent) }
         })
 
-      const toolkitOf = Effect.map(manager.tools, (tools): Toolkit.WithHandler<Tools> => {
+      /**
+       * The round's tools under the names the provider accepts (ToolNames.ts), and the mapping:
+       * the model sees provider names; the loop, the database and the events see the MCP ones.
+       */
+      const toolkitOf = Effect.map(manager.tools, (tools) => {
+        const names = ToolNames.make(tools.map((t) => t.name))
         const record: Tools = {}
         for (const t of tools) {
-          record[t.name] = JsonSchemaTool.fromJsonSchema(t.name, t.tool.description, t.tool.inputSchema)
+          const name = names.toProvider(t.name)
+          record[name] = JsonSchemaTool.fromJsonSchema(name, t.tool.description, t.tool.inputSchema)
         }
-        return {
+        const toolkit: Toolkit.WithHandler<Tools> = {
           tools: record,
           // Never called: the loop runs the calls itself (disableToolCallResolution).
           handle: () => Effect.dieMessage("the turn loop runs tool calls itself")
         }
+        return { toolkit, names, mcpNames: tools.map((t) => t.name) }
       })
 
       /** Runs one call; every failure is an error result; an interruption records it `cancelled`. */
@@ -191,7 +211,18 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             yield* emit(TurnEvent.ToolStarted.make({ callId: call.callId, name: call.name, arguments: call.arguments }))
             const exit = yield* restore(
               manager.call(call.name, call.arguments as McpClient.JsonObject).pipe(
-                Effect.map((result) => ({ status: "done" as const, ...History.capResult(result, resultCap) }))
+                Effect.map((result) =>
+                  ToolResult.isError(result)
+                    // The tool's own report of a failure: recorded `error`, marked for the model.
+                    ? {
+                      status: "error" as const,
+                      ...History.capResult(
+                        ToolResult.TextResult.make({ text: History.TOOL_ERROR_PREFIX + ToolResult.toWire(result) }),
+                        resultCap
+                      )
+                    }
+                    : { status: "done" as const, ...History.capResult(result, resultCap) }
+                )
               )
             ).pipe(Effect.exit)
             const outcome = Exit.match(exit, {
@@ -240,14 +271,17 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
           let outputTokens = 0
           const usage = () => TurnEvent.Usage.make({ inputTokens, outputTokens })
           let text = ""
+          let retriesLeft = malformedRetries
+          let note: string | undefined = undefined
           for (let round = 1; round <= maxRounds; round++) {
-            const toolkit = yield* toolkitOf
+            const { mcpNames, names, toolkit } = yield* toolkitOf
             kept.text = ""
             kept.finished = []
             kept.cancelled = []
             const streamed: Array<History.ToolCall> = []
+            const asked = note === undefined ? system : History.system(`${system.content}\n\n${note}`)
             const stream: Stream.Stream<Response.StreamPart<Tools>, AiError.AiError> = model.streamText({
-              prompt: Prompt.fromMessages([system, ...messages]),
+              prompt: Prompt.fromMessages([asked, ...messages.map((m) => History.withToolNames(m, names.toProvider))]),
               toolkit,
               disableToolCallResolution: true
             })
@@ -262,7 +296,13 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
                         kept.text += part.delta
                         return emit(TurnEvent.TextDelta.make({ text: part.delta }))
                       case "tool-call":
-                        if (!part.providerExecuted) streamed.push({ id: part.id, name: part.name, params: part.params })
+                        if (!part.providerExecuted) {
+                          streamed.push({
+                            id: part.id,
+                            name: names.fromProvider(part.name) ?? part.name,
+                            params: part.params
+                          })
+                        }
                         return Effect.void
                       case "finish":
                         inputTokens += part.usage.inputTokens ?? 0
@@ -277,6 +317,12 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
                 ).pipe(Effect.exit)
                 const assistant = History.assistant(kept.text, streamed)
                 if (Exit.isFailure(streamExit) && !Cause.isInterruptedOnly(streamExit.cause)) {
+                  const malformed = malformedOf(streamExit.cause)
+                  if (malformed !== undefined && retriesLeft > 0) {
+                    // An answer that cannot be read (a tool it was not given, arguments that are not
+                    // JSON): nothing of it is kept or run; the model is asked again with a note.
+                    return { malformed }
+                  }
                   // A failed request keeps nothing of its round: the next turn starts from the last whole message.
                   return yield* streamExit
                 }
@@ -302,6 +348,13 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
                 return { id, row }
               })
             )
+            if (persisted !== undefined && "malformed" in persisted) {
+              retriesLeft--
+              note = unreadableNote(persisted.malformed, mcpNames.map(names.toProvider))
+              yield* Effect.logWarning(`the model's answer could not be read; asking again: ${persisted.malformed}`)
+              continue
+            }
+            note = undefined
             text = kept.text
             if (persisted === undefined || persisted.row.calls.length === 0) {
               return TurnEvent.TurnDone.make({ text, usage: usage(), rounds: round })
@@ -434,6 +487,22 @@ export const titleOf = (message: string): string | undefined => {
   if (line.length === 0) return undefined
   return line.length <= 80 ? line : `${line.slice(0, 79)}…`
 }
+
+/** The description of a model's answer that could not be read (`MalformedOutput`), if that is the failure. */
+const malformedOf = (cause: Cause.Cause<unknown>): string | undefined => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isNone(failure)) return undefined
+  const error = failure.value as { _tag?: unknown; description?: unknown; message?: unknown }
+  if (error._tag !== "MalformedOutput") return undefined
+  return typeof error.description === "string" ? error.description : String(error.message)
+}
+
+/** What the model is told when its last answer could not be read. */
+export const unreadableNote = (description: string, tools: ReadonlyArray<string>): string =>
+  "Note from the host: your previous answer could not be used and nothing of it was run. " +
+  "Call only the tools you were given, by their exact names, with a JSON object as the arguments. " +
+  `The tools are: ${tools.length === 0 ? "(none)" : tools.join(", ")}. ` +
+  `What was wrong: ${description.split("\n")[0]?.slice(0, 500) ?? ""}`
 
 /** A cause's first failure (or defect) as one line for a person or the model. */
 const failureText = (cause: Cause.Cause<unknown>): string => {

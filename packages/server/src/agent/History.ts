@@ -43,6 +43,12 @@ export const CANCELLED_RESULT = "The tool call was cancelled by the user before 
 /** The result the model reads for a call the host never saw end (it stopped mid-call). */
 export const INTERRUPTED_RESULT = "The tool call was interrupted (the host stopped) before it finished."
 
+/**
+ * The start of the result the model reads for a call the tool answered with `isError: true`
+ * (every provider sees it; Anthropic also gets `is_error`, from the part's `isFailure`).
+ */
+export const TOOL_ERROR_PREFIX = "The tool reported an error:\n"
+
 /** The system message. */
 export const system = (text: string): Prompt.SystemMessage => Prompt.systemMessage({ content: text })
 
@@ -101,6 +107,43 @@ export const messagesOf = (row: MessageRow): ReadonlyArray<Prompt.Message> => {
       return row.calls.length === 0 ? [message] : [message, toolResults(row.calls)]
     }
   }
+}
+
+/**
+ * The message with its tool calls' and results' names given by `rename` (the names the provider
+ * accepts, ToolNames.ts); the loop keeps the MCP names and renames each time it asks.
+ */
+export const withToolNames = (message: Prompt.Message, rename: (name: string) => string): Prompt.Message => {
+  if (message.role === "assistant") {
+    if (!message.content.some((p) => p.type === "tool-call" && rename(p.name) !== p.name)) return message
+    return Prompt.assistantMessage({
+      content: message.content.map((p) =>
+        p.type === "tool-call"
+          ? Prompt.toolCallPart({
+            id: p.id,
+            name: rename(p.name),
+            params: p.params,
+            providerExecuted: p.providerExecuted
+          })
+          : p
+      )
+    })
+  }
+  if (message.role === "tool") {
+    if (!message.content.some((p) => rename(p.name) !== p.name)) return message
+    return Prompt.toolMessage({
+      content: message.content.map((p) =>
+        Prompt.toolResultPart({
+          id: p.id,
+          name: rename(p.name),
+          isFailure: p.isFailure,
+          result: p.result,
+          providerExecuted: p.providerExecuted
+        })
+      )
+    })
+  }
+  return message
 }
 
 /** The provider messages of a stored history, in order. */

@@ -1,7 +1,7 @@
 /**
- * `skald sessions list|show|rm`: the agent's chat sessions (agent/ChatStore.ts). The commands and
- * their options; what they do is in AgentHandlers.ts. (`skald agent run` joins them once a model
- * provider is configured.)
+ * `skald agent run`, `skald chat` and `skald sessions list|show|rm`: the agent (agent/Agent.ts)
+ * and its chat sessions (agent/ChatStore.ts). The commands and their options; what they do is in
+ * AgentHandlers.ts.
  *
  * @since 0.1.0
  */
@@ -58,6 +58,74 @@ const rm = Command.make("rm", rmConfig, Lazy.handler(load, (m) => m.rm)).pipe(
     summary: "Delete a chat session with its messages and tool calls.",
     usage: ["skald sessions rm [options] ID"],
     examples: ["skald sessions rm 5b1c…"]
+  }))
+)
+
+const sessionOption = Options.text("session").pipe(
+  Options.withDescription("Continue this session (see `skald sessions list`); a new one when absent."),
+  Options.optional
+)
+
+const agentOption = Options.text("agent").pipe(
+  Options.withDescription("The agent of a new session: <agents dir>/NAME/AGENT.md (default main)."),
+  Options.optional
+)
+
+const runConfig = {
+  session: sessionOption,
+  agent: agentOption,
+  json: Options.boolean("json").pipe(Options.withDescription("Print every turn event as one JSON line.")),
+  home: Host.home,
+  message: Args.text({ name: "MESSAGE" }).pipe(Args.withDescription("What to ask the agent."))
+}
+
+/** What `skald agent run` parsed. */
+export type RunArgs = Command.Command.ParseConfig<typeof runConfig>
+
+const run = Command.make("run", runConfig, Lazy.handler(load, (m) => m.run)).pipe(
+  Command.withDescription(Help.about({
+    summary: "Run one turn of the agent: connect the enabled MCP servers, ask the model, run its tool calls.",
+    details: [
+      "stdout: the final assistant text (--json: every turn event as a JSON line, ending with TurnDone, " +
+      "TurnStopped or TurnFailed).",
+      "stderr: `session: ID` for a new session, one line per tool call, a server that failed to start.",
+      "The model: `skald model set` or SKALD_LLM_PROVIDER, SKALD_LLM_BASE_URL, SKALD_LLM_MODEL, SKALD_LLM_API_KEY.",
+      "Exit status 0 done, 2 failed, 130 after Ctrl-C has stopped the turn (what was done is kept)."
+    ],
+    usage: ["skald agent run [options] MESSAGE"],
+    examples: [
+      "skald agent run \"What is in notes.txt?\"",
+      "skald agent run --session 5b1c… \"And the other file?\"",
+      "skald agent run --json \"List the tools you have\""
+    ]
+  }))
+)
+
+/** `skald agent …`. */
+export const agent = Command.make("agent").pipe(
+  Command.withDescription(Help.about({
+    summary: "The agent: a model with the enabled MCP servers' tools (sessions are kept in the home's database).",
+    usage: ["skald agent COMMAND [options]"],
+    examples: ["skald agent run \"Hello\""]
+  })),
+  Command.withSubcommands([run])
+)
+
+const chatConfig = { session: sessionOption, agent: agentOption, home: Host.home }
+
+/** What `skald chat` parsed. */
+export type ChatArgs = Command.Command.ParseConfig<typeof chatConfig>
+
+/** `skald chat`. */
+export const chat = Command.make("chat", chatConfig, Lazy.handler(load, (m) => m.chat)).pipe(
+  Command.withDescription(Help.about({
+    summary: "Chat with the agent: the answer streams, each tool call is shown as a card.",
+    details: [
+      "On a terminal: Ctrl-C stops the running turn; Ctrl-C at the prompt, a second Ctrl-C, or Ctrl-D exits.",
+      "Without a terminal: one message per line of stdin, each a turn of the same session."
+    ],
+    usage: ["skald chat [options]"],
+    examples: ["skald chat", "skald chat --session 5b1c…", "echo 'hello' | skald chat"]
   }))
 )
 

@@ -1,15 +1,31 @@
 /**
- * What `skald sessions list|show|rm` do (their options and help are in AgentCommands.ts; this
- * module is loaded when one of them runs, see Lazy.ts). They read the home's database in-process.
+ * What `skald agent run`, `skald chat` and `skald sessions list|show|rm` do (their options and help
+ * are in AgentCommands.ts; this module is loaded when one of them runs, see Lazy.ts).
+ *
+ * `agent run` and `chat` run the agent in this process: the home's database and secrets, a guest
+ * manager connecting the enabled servers (it claims nothing of the home, so a running `skald serve`
+ * is not disturbed), the model from the settings (agent/llm/Model.ts), the turn loop. The rules are
+ * the Agent's; this module prints its events.
  *
  * @since 0.1.0
  */
+import { TurnEvent } from "@skald/domain"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import * as Runtime from "effect/Runtime"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import * as Readline from "node:readline"
+import { Agent, type RunInput } from "../agent/Agent.js"
 import { ChatStore } from "../agent/ChatStore.js"
+import * as Model from "../agent/llm/Model.js"
+import { ModelSettings } from "../agent/llm/ModelSettings.js"
+import * as McpManager from "../host/McpManager.js"
 import type * as AgentCommands from "./AgentCommands.js"
-import { UsageError } from "./CliError.js"
+import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
 import * as Host from "./HostRuntime.js"
 import { reportFailures, stderr, stdout } from "./Io.js"
 import * as Output from "./Output.js"
@@ -77,3 +93,216 @@ export const rm = ({ home, id }: AgentCommands.RmArgs) =>
     if (!(yield* (yield* ChatStore).removeSession(id))) return yield* noSession(id)
     yield* stderr(`skald: removed session ${id}`)
   }).pipe(Effect.provide(storeLayer(home)), reportFailures)
+
+/** The agent in this process: the home, a guest manager of the enabled servers, the model, the loop. */
+const agentLayer = (home: Option.Option<string>) =>
+  Layer.unwrapEffect(Effect.map(Host.connectOptions, (connect) => {
+    const hostLayer = Host.layer(home)
+    const manager = McpManager.McpManager.Default({ ...connect, guest: true }).pipe(Layer.provide(hostLayer))
+    const model = Model.layer().pipe(Layer.provide(ModelSettings.Default), Layer.provide(hostLayer))
+    return Agent.Default().pipe(
+      Layer.provideMerge(ChatStore.Default),
+      Layer.provideMerge(manager),
+      Layer.provide(model),
+      Layer.provide(hostLayer)
+    )
+  }))
+
+/** Waits for the enabled servers (each start bounded by the start timeout); says which failed. */
+const awaitServers = Effect.gen(function*() {
+  const manager = yield* McpManager.McpManager
+  for (const s of yield* manager.started) {
+    if (s.state === "failed") {
+      yield* stderr(`skald: MCP server '${s.name}' did not start (${s.error ?? "failed"}); its tools are missing`)
+    }
+  }
+})
+
+const encodeEvent = Schema.encodeSync(TurnEvent.TurnEvent)
+
+/** One event as a JSON line. */
+const jsonLine = (event: TurnEvent.TurnEvent): string => JSON.stringify(encodeEvent(event))
+
+/** One line for a tool call that ended. */
+const toolLine = (started: Map<string, unknown>, event: TurnEvent.ToolDone): string =>
+  `skald: tool ${event.name} ${JSON.stringify(started.get(event.callId) ?? {})} → ${event.status}`
+
+/**
+ * Runs one turn, handing each event to `onEvent`. Interrupted (Ctrl-C), it stops the turn through
+ * `Agent.stop` and lets the loop persist what it has before giving the interruption back.
+ */
+const runTurn = <E, R>(input: RunInput, onEvent: (event: TurnEvent.TurnEvent) => Effect.Effect<void, E, R>) =>
+  Effect.gen(function*() {
+    const agent = yield* Agent
+    const session = yield* Ref.make<string | undefined>(input.sessionId)
+    const fiber = yield* agent.run(input).pipe(
+      Stream.runForEach((event) =>
+        Effect.zipRight(
+          event._tag === "TurnStarted" ? Ref.set(session, event.sessionId) : Effect.void,
+          onEvent(event)
+        )
+      ),
+      Effect.forkScoped
+    )
+    return yield* Fiber.join(fiber).pipe(
+      Effect.onInterrupt(() =>
+        Effect.flatMap(Ref.get(session), (id) =>
+          id === undefined
+            ? Fiber.interrupt(fiber)
+            : Effect.zipRight(agent.stop(id), Fiber.await(fiber)))
+      )
+    )
+  }).pipe(Effect.scoped)
+
+/** `skald agent run`. */
+export const run = ({ agent, home, json, message, session }: AgentCommands.RunArgs) =>
+  Effect.gen(function*() {
+    yield* awaitServers
+    const started = new Map<string, unknown>()
+    let end: TurnEvent.TurnEvent | undefined
+    yield* runTurn({
+      message,
+      sessionId: Option.getOrUndefined(session),
+      agent: Option.getOrUndefined(agent)
+    }, (event) =>
+      Effect.gen(function*() {
+        if (json) yield* stdout(jsonLine(event))
+        switch (event._tag) {
+          case "TurnStarted":
+            if (Option.isNone(session)) yield* stderr(`session: ${event.sessionId}`)
+            return
+          case "ToolStarted":
+            started.set(event.callId, event.arguments)
+            return
+          case "ToolDone":
+            if (!json) yield* stderr(toolLine(started, event))
+            return
+          case "TurnDone":
+          case "TurnFailed":
+          case "TurnStopped":
+            end = event
+            return
+        }
+      }))
+    if (end?._tag === "TurnFailed") {
+      if (!json) yield* stderr(`skald: ${end.message}`)
+      return yield* new ExitWith({ status: ExitStatus.Failure })
+    }
+    if (end?._tag === "TurnDone") {
+      if (!json) yield* stdout(end.text)
+      if (!json && end.note !== undefined) yield* stderr(`skald: ${end.note}`)
+    }
+  }).pipe(Effect.provide(agentLayer(home)), reportFailures)
+
+/** A value as pretty JSON when it is JSON (or a string holding JSON), else as it is. */
+const pretty = (value: unknown): string => {
+  if (typeof value !== "string") return JSON.stringify(value, null, 2)
+  try {
+    return JSON.stringify(JSON.parse(value), null, 2)
+  } catch {
+    return value
+  }
+}
+
+const indent = (text: string): string => text.split("\n").map((l) => `│ ${l}`).join("\n")
+
+/** What `chat` prints for an event: streamed text, a card per tool call, the turn's end. */
+const chatText = (event: TurnEvent.TurnEvent, sessionGiven: boolean): string | undefined => {
+  switch (event._tag) {
+    case "TurnStarted":
+      return sessionGiven ? undefined : `(session ${event.sessionId})\n`
+    case "TextDelta":
+      return event.text
+    case "ToolStarted":
+      return `\n┌ tool ${event.name}\n${indent(pretty(event.arguments))}\n`
+    case "ToolDone":
+      return `├ ${event.status}\n${indent(event.resultType === "json" ? pretty(event.result) : event.result)}\n└\n`
+    case "TurnDone":
+      return event.note === undefined ? "\n" : `\n(${event.note})\n`
+    case "TurnStopped":
+      return "\n(stopped)\n"
+    case "TurnFailed":
+      return `\n(${event.message})\n`
+  }
+}
+
+const write = (text: string) => Effect.sync(() => void process.stdout.write(text))
+
+/** `skald chat`. */
+export const chat = ({ agent, home, session }: AgentCommands.ChatArgs) =>
+  Effect.gen(function*() {
+    yield* awaitServers
+    const current = yield* Ref.make<string | undefined>(Option.getOrUndefined(session))
+    const turn = (message: string) =>
+      Effect.gen(function*() {
+        const sessionId = yield* Ref.get(current)
+        yield* runTurn(
+          { message, sessionId, agent: Option.getOrUndefined(agent) },
+          (event) =>
+            Effect.zipRight(
+              event._tag === "TurnStarted" ? Ref.set(current, event.sessionId) : Effect.void,
+              Effect.flatMap(Effect.succeed(chatText(event, sessionId !== undefined)), (text) =>
+                text === undefined ? Effect.void : write(text))
+            )
+        ).pipe(
+          Effect.catchAll((error) =>
+            stderr(`skald: ${(error as { message?: string }).message ?? String(error)}`)
+          )
+        )
+      })
+    if (process.stdin.isTTY === true) return yield* tty(turn, Ref.get(current))
+    // Without a terminal: one message per line.
+    const lines = Readline.createInterface({ input: process.stdin, crlfDelay: Infinity, terminal: false })
+    yield* Effect.addFinalizer(() => Effect.sync(() => lines.close()))
+    yield* Stream.fromAsyncIterable(lines, (e) => new UsageError({ message: `could not read stdin: ${String(e)}` }))
+      .pipe(
+        Stream.filter((line) => line.trim().length > 0),
+        Stream.runForEach(turn)
+      )
+  }).pipe(Effect.scoped, Effect.provide(agentLayer(home)), reportFailures)
+
+/**
+ * The terminal REPL: a prompt, a turn per message. Ctrl-C during a turn stops it; Ctrl-C at the
+ * prompt, a second Ctrl-C during a turn, or Ctrl-D exits.
+ */
+const tty = <R>(
+  turn: (message: string) => Effect.Effect<void, never, R>,
+  _session: Effect.Effect<string | undefined>
+) =>
+  Effect.gen(function*() {
+    const runtime = yield* Effect.runtime<R>()
+    const rl = Readline.createInterface({ input: process.stdin, output: process.stdout, terminal: true })
+    yield* Effect.addFinalizer(() => Effect.sync(() => rl.close()))
+    const ask = Effect.async<string | undefined>((resume) => {
+      const onLine = (line: string) => {
+        done()
+        resume(Effect.succeed(line))
+      }
+      const onEnd = () => {
+        done()
+        resume(Effect.succeed(undefined))
+      }
+      const done = () => {
+        rl.off("line", onLine).off("close", onEnd).off("SIGINT", onEnd)
+      }
+      rl.on("line", onLine).once("close", onEnd).once("SIGINT", onEnd)
+      rl.prompt()
+    })
+    rl.setPrompt("> ")
+    while (true) {
+      const line = yield* ask
+      if (line === undefined) return
+      if (line.trim().length === 0) continue
+      // readline keeps reading during the turn (paused, it would not see Ctrl-C: the terminal is raw).
+      const fiber = Runtime.runFork(runtime)(turn(line))
+      let stops = 0
+      const onInterrupt = () => {
+        stops++
+        if (stops === 1) fiber.unsafeInterruptAsFork(fiber.id())
+        else process.kill(process.pid, "SIGINT")
+      }
+      rl.on("SIGINT", onInterrupt)
+      yield* Fiber.await(fiber)
+      rl.off("SIGINT", onInterrupt)
+    }
+  })

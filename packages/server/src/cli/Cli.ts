@@ -80,6 +80,8 @@ export const command = Command.make("skald").pipe(
     Serve.command,
     Events.command,
     ModelCommands.command,
+    AgentCommands.agent,
+    AgentCommands.chat,
     AgentCommands.sessions
   ])
 )

@@ -49,6 +49,8 @@ export const hintFor = (error: unknown): string | undefined => {
       return `skald: \`skald mcp list\` shows its status; \`skald mcp logs ${field(error, "server")}\` its log`
     case "StartTimeout":
       return "skald: the start timeout is SKALD_MCP_START_TIMEOUT (seconds, default 120)"
+    case "ListenFailed":
+      return "skald: set SKALD_PORT (0 picks a free port) or SKALD_HOST to listen elsewhere"
     case "NonLoopbackBind":
       return "skald: `skald serve` listens on SKALD_HOST (default 127.0.0.1)"
     case "McpHttpError": {

@@ -18,6 +18,7 @@ import type { McpError, McpServerEntry, McpTool, ServerName, ToolResult } from "
 import { ToolName } from "@skald/domain"
 import type { McpClient } from "@skald/mcp"
 import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -69,6 +70,20 @@ export interface Options extends Connector.Options {
   readonly orphanGrace?: Duration.DurationInput | undefined
   /** The host's HTTP address (`http://127.0.0.1:8787`), when it serves media: links become absolute. */
   readonly mediaBaseUrl?: string | undefined
+  /**
+   * A guest manager (a one-off command's, e.g. `skald agent run`): it connects the enabled servers
+   * for this process only and claims nothing of the home — no host check or heartbeat, no status
+   * writes, no reaping of a previous host's servers, no requests taken — so a running host is not
+   * disturbed. Its servers' states are in `started`. Default false (the host's manager).
+   */
+  readonly guest?: boolean | undefined
+}
+
+/** A server's state in this manager (a guest's are nowhere else). */
+export interface LocalState {
+  readonly name: string
+  readonly state: "starting" | "connected" | "failed"
+  readonly error?: string | undefined
 }
 
 /** A tool of a connected server, with its `mcp__<server>__<tool>` name. */
@@ -118,6 +133,11 @@ export interface Service {
   readonly reconcile: Effect.Effect<void, DatabaseError | CorruptRow>
   /** The process ids of the running stdio servers, by server name. */
   readonly pids: Effect.Effect<ReadonlyMap<string, number>>
+  /**
+   * Waits until every enabled server has connected or failed once (each start is bounded by the
+   * start timeout), and gives their states.
+   */
+  readonly started: Effect.Effect<ReadonlyArray<LocalState>>
 }
 
 /** The manager, a scoped service: `McpManager.Default(options)`; closing its scope stops every server. */
@@ -212,14 +232,17 @@ const make = (
     const restartMax = Duration.decode(options.restartMax ?? "60 seconds")
     const stableAfter = Duration.decode(options.stableAfter ?? "60 seconds")
     const orphanGrace = Duration.decode(options.orphanGrace ?? "2 seconds")
+    const guest = options.guest === true
     // Stdio servers get the home's server environment, not this process's (ServerEnvironment.ts).
     const connectOptions: Connector.Options = {
       ...options,
       environment: options.environment ?? ServerEnvironment.make(paths)
     }
 
-    // One host per database.
-    const other = yield* ServerList.hostRunning(Duration.sum(heartbeatInterval, Duration.seconds(8)))
+    // One host per database (a guest is not one).
+    const other = guest
+      ? Option.none()
+      : yield* ServerList.hostRunning(Duration.sum(heartbeatInterval, Duration.seconds(8)))
     if (Option.isSome(other) && other.value !== process.pid) return yield* new HostAlreadyRunning({ pid: other.value })
 
     // A secrets folder others can read is worth a warning at every start (the fix is the user's).
@@ -230,7 +253,7 @@ const make = (
     const beat = Effect.flatMap(nowIso, (beatAt) => statuses.beat({ pid: process.pid, startedAt, beatAt }))
     // Servers a killed host left behind are stopped first: their process groups are still recorded
     // (Orphans.ts says how a group is recognised, whatever its command line reads now).
-    const reaped = yield* Orphans.reap(
+    const reaped = guest ? [] : yield* Orphans.reap(
       (yield* statuses.all).flatMap((status) =>
         status.pgid === undefined || status.startTime === undefined
           ? []
@@ -242,14 +265,19 @@ const make = (
       yield* logs.lifecycle(name, "stopped a process a previous host left running")
       yield* Effect.logWarning(`stopped MCP server '${name}', left running by a previous host that did not shut down`)
     }
-    yield* statuses.clear
-    // Requests made to a previous host are moot: this one starts every enabled server anyway.
-    yield* statuses.takeRequests
-    yield* beat
-    // Registered before the runners exist, so it runs after they have all stopped.
-    yield* Effect.addFinalizer(() =>
-      Effect.zipRight(statuses.stopBeating(process.pid), statuses.clear).pipe(Effect.ignore)
-    )
+    if (!guest) {
+      yield* statuses.clear
+      // Requests made to a previous host are moot: this one starts every enabled server anyway.
+      yield* statuses.takeRequests
+      yield* beat
+      // Registered before the runners exist, so it runs after they have all stopped.
+      yield* Effect.addFinalizer(() =>
+        Effect.zipRight(statuses.stopBeating(process.pid), statuses.clear).pipe(Effect.ignore)
+      )
+    }
+    /** This manager's own view of its servers' states (a guest's only record of them). */
+    const local = yield* Ref.make<ReadonlyMap<string, LocalState>>(new Map())
+    const firstReconcile = yield* Deferred.make<void>()
 
     const connections = yield* Ref.make<ReadonlyMap<string, Running>>(new Map())
     /** The config each runner was started with, by server name. */
@@ -273,6 +301,13 @@ const make = (
       Effect.gen(function*() {
         if (state === "failed") failing.add(name)
         else failing.delete(name)
+        yield* Ref.update(local, (map) => {
+          const next = new Map(map)
+          if (state === "disabled") next.delete(name)
+          else next.set(name, { name, state, error: extra.error })
+          return next
+        })
+        if (guest) return
         yield* statuses.set({ name, state, since: yield* nowIso, ...extra })
       }).pipe(
         Effect.catchAll((error) => Effect.logWarning(`could not record the status of '${name}': ${error.message}`))
@@ -390,6 +425,7 @@ const make = (
         const entries = yield* repo.list
         const stamps = yield* repo.stamps
         const wanted = new Map(entries.filter((e) => e.enabled).map((e) => [e.name as string, e]))
+        yield* Ref.update(local, (map) => new Map([...map].filter(([name]) => wanted.has(name))))
         const stop = [...launched.keys()].filter((name) => {
           const entry = wanted.get(name)
           if (entry === undefined || force.has(name) || launched.get(name) !== fingerprint(entry)) return true
@@ -406,16 +442,19 @@ const make = (
           failing.delete(name)
         }
 
-        const recorded = new Map((yield* statuses.all).map((s) => [s.name, s.state]))
-        const names = new Set(entries.map((e) => e.name as string))
-        for (const [name] of recorded) if (!names.has(name)) yield* statuses.remove(name)
-        for (const entry of entries) {
-          if (!entry.enabled && recorded.get(entry.name) !== "disabled") yield* record(entry.name, "disabled")
+        if (!guest) {
+          const recorded = new Map((yield* statuses.all).map((s) => [s.name, s.state]))
+          const names = new Set(entries.map((e) => e.name as string))
+          for (const [name] of recorded) if (!names.has(name)) yield* statuses.remove(name)
+          for (const entry of entries) {
+            if (!entry.enabled && recorded.get(entry.name) !== "disabled") yield* record(entry.name, "disabled")
+          }
         }
         for (const [name, entry] of wanted) {
           if (launched.has(name)) continue
           launched.set(name, fingerprint(entry))
           launchedStamp.set(name, stamps.get(name))
+          yield* Ref.update(local, (map) => new Map(map).set(name, { name, state: "starting" }))
           yield* FiberMap.run(runners, name, runner(entry))
         }
       }))
@@ -430,7 +469,8 @@ const make = (
       Stream.retry(Schedule.spaced(watchInterval)),
       Stream.runForEach(() =>
         Effect.gen(function*() {
-          const requests = yield* statuses.takeRequests
+          // A guest leaves the requests to the host they were made to.
+          const requests = guest ? [] : yield* statuses.takeRequests
           yield* reconcileNow(
             new Set(requests.filter((r) => r.kind === "restart").map((r) => r.name)),
             new Set(requests.filter((r) => r.kind === "secret").map((r) => r.name))
@@ -439,13 +479,20 @@ const make = (
       ),
       Effect.forkScoped
     )
-    yield* beat.pipe(
-      Effect.catchAll((error) => Effect.logWarning(`could not write the host heartbeat: ${error.message}`)),
-      Effect.repeat(Schedule.spaced(heartbeatInterval)),
-      Effect.forkScoped
-    )
+    if (!guest) {
+      yield* beat.pipe(
+        Effect.catchAll((error) => Effect.logWarning(`could not write the host heartbeat: ${error.message}`)),
+        Effect.repeat(Schedule.spaced(heartbeatInterval)),
+        Effect.forkScoped
+      )
+    }
     // Available at once: the first reconciliation starts every enabled server in the background.
-    yield* Effect.forkScoped(reconcileNow().pipe(Effect.catchAll((error) => Effect.logError(error.message))))
+    yield* Effect.forkScoped(
+      reconcileNow().pipe(
+        Effect.catchAll((error) => Effect.logError(error.message)),
+        Effect.ensuring(Deferred.succeed(firstReconcile, undefined))
+      )
+    )
 
     const connected = Effect.map(Ref.get(connections), (map) => [...map.values()])
     const qualify = (running: Running): ReadonlyArray<QualifiedTool> =>
@@ -535,6 +582,14 @@ const make = (
         const pids = new Map<string, number>()
         for (const [name, running] of map) if (running.pid !== undefined) pids.set(name, running.pid)
         return pids
+      }),
+      started: Effect.gen(function*() {
+        yield* Deferred.await(firstReconcile)
+        while (true) {
+          const states = [...(yield* Ref.get(local)).values()]
+          if (states.every((s) => s.state !== "starting")) return states
+          yield* Effect.sleep("50 millis")
+        }
       })
     } satisfies Service
   })

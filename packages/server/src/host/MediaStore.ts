@@ -54,11 +54,13 @@ export const fromCallResult = (
   baseUrl?: string | undefined
 ): Effect.Effect<ToolResult.ToolResult, MediaWriteError> =>
   Effect.gen(function*() {
+    // `isError` is carried through (absent when false): the agent records such a call as failed.
+    const flag = result._tag !== "Task" && result.isError ? { isError: true } : {}
     switch (result._tag) {
       case "Text":
-        return ToolResult.TextResult.make({ text: result.text })
+        return ToolResult.TextResult.make({ text: result.text, ...flag })
       case "Json":
-        return ToolResult.JsonResult.make({ value: result.value })
+        return ToolResult.JsonResult.make({ value: result.value, ...flag })
       case "Task":
         return ToolResult.JsonResult.make({
           value: {
@@ -85,7 +87,7 @@ export const fromCallResult = (
             : `[file](${url})`
           lines.push(`${link} (${item.mimeType}, ${MediaType.formatSize(item.data.length)})`)
         }
-        return ToolResult.TextResult.make({ text: lines.join("\n") })
+        return ToolResult.TextResult.make({ text: lines.join("\n"), ...flag })
       }
     }
   })

@@ -37,6 +37,11 @@ export interface RoundInput {
   /** Whether `dispatch_agent` is offered (not at the nesting bound). */
   readonly dispatch: boolean
   readonly visible?: Visible | undefined
+  /**
+   * Servers whose tools are offered without a grant (`"all"`: every connected server, the eager
+   * behaviour before lazy loading); default none.
+   */
+  readonly always?: "all" | ReadonlyArray<string> | undefined
 }
 
 /** The built-in tool names (never an `mcp__…` name). */
@@ -57,7 +62,9 @@ export const round = Effect.fn("Catalog.round")(function*(input: RoundInput) {
   const base = [ActivateTools.definition, ...(input.dispatch ? [DispatchAgent.definition] : [])]
   const config = resolved.some((g) => g.name === CONFIG_GROUP) ? ConfigTools.definitions : []
   for (const d of [...base, ...config]) if (visible(d.name)) builtins.set(d.name, d)
-  const mcp = (yield* manager.toolsFor(offered(resolved))).filter((t) => visible(t.name))
+  const always = input.always ?? []
+  const tools = always === "all" ? yield* manager.tools : yield* manager.toolsFor([...offered(resolved), ...always])
+  const mcp = tools.filter((t) => visible(t.name))
   return { builtins, mcp, servers, grants: resolved } satisfies Round as Round
 })
 

@@ -8,14 +8,15 @@ import * as ChildProcess from "node:child_process"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { runAgentTokensSection } from "./agent-tokens.js"
 import { runCliSection } from "./cli.js"
 import type { Metrics } from "./clients/workload.js"
 import { clientEnv, fmt, median, pin } from "./machine.js"
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
 const clients = ["skald", "sdk", "raw"] as const
-const sections = process.env.BENCH_SERVERS?.split(",") ?? ["raw", "sdk", "raw-http", "sdk-http", "cli"]
-const servers = sections.filter((s) => s !== "cli") as ReadonlyArray<Server>
+const sections = process.env.BENCH_SERVERS?.split(",") ?? ["raw", "sdk", "raw-http", "sdk-http", "cli", "agent-tokens"]
+const servers = sections.filter((s) => s !== "cli" && s !== "agent-tokens") as ReadonlyArray<Server>
 type Client = (typeof clients)[number]
 type Server = "raw" | "sdk" | "raw-http" | "sdk-http"
 
@@ -99,3 +100,4 @@ if (servers.length > 0) {
   console.log("\nRatios are per round (same round, same machine state), then the median across rounds.")
 }
 if (sections.includes("cli")) await runCliSection()
+if (sections.includes("agent-tokens")) await runAgentTokensSection()

@@ -372,7 +372,7 @@ describe("skald agent run beside a running host", () => {
         // The model was offered activate_tools, and the echo server in the MCP list (lazy loading).
         const request = mock.getRequests()[0]!.body as Json
         assert.include((request.tools as Array<Json>).map((t) => t.function.name), "activate_tools")
-        assert.include(String(request.messages[0].content), "| `echo` |")
+        assert.include(String(request.messages[0].content).split("**Active**")[0]!, "- `echo`")
       }),
     120_000
   )

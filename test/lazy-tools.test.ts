@@ -39,10 +39,10 @@ describe("the MCP_LIST block", () => {
   it("no grants: every enabled server under Available with its (bounded) description, none Active", () => {
     const block = McpList.render({ servers, grants: [] })
     assert.include(block, "**Available** — call `activate_tools([\"name\"])` to load tools:")
-    assert.include(block, "| `tavily` | Web search and content extraction |")
-    assert.include(block, "| `gmail` | Mail |")
+    assert.include(block, "- `tavily`: Web search and content extraction")
+    assert.include(block, "- `gmail`: Mail")
     assert.notInclude(block, "`off`")
-    assert.include(block, `| \`long\` | ${"x".repeat(McpList.DESCRIPTION_MAX - 1)}… |`)
+    assert.include(block, `- \`long\`: ${"x".repeat(McpList.DESCRIPTION_MAX - 1)}…\n`)
     assert.include(block, "**Active**: none yet.")
   })
 
@@ -53,7 +53,7 @@ describe("the MCP_LIST block", () => {
       grants,
       instructions: new Map([["gmail", `Use labels. ${"y".repeat(2000)}`], ["off", "never shown"]])
     })
-    assert.notInclude(block, "| `gmail`")
+    assert.notInclude(block, "- `gmail`:")
     assert.include(
       block,
       "**Active** — tools callable as `mcp__<name>__<tool>`:\n- `gmail`\n  Instructions: Use labels."
@@ -85,7 +85,7 @@ describe("the MCP_LIST block", () => {
         Object.hasOwn(files, f) ? Effect.succeed(files[f]!) : Effect.fail(new Error(`no ${f}`))
       const resolved = yield* McpList.resolveIncludes("Main.\n<!-- include: shared/tools.md -->\nEnd.", read)
       assert.strictEqual(resolved, "Main.\nTools:\n<!-- MCP_LIST -->\nEnd.")
-      assert.include(McpList.inject(resolved, { servers, grants: [] }), "| `tavily` |")
+      assert.include(McpList.inject(resolved, { servers, grants: [] }), "- `tavily`: Web search")
       assert.strictEqual(
         yield* McpList.resolveIncludes("<!-- include: missing.md -->", read),
         "(the included file missing.md could not be read)"
@@ -137,7 +137,7 @@ describe("the round's tools against a real manager", () => {
       assert.isTrue(after.mcp.every((t) => t.server === "alpha"))
       // The list block, with the echo server's instructions under it.
       const prompt = yield* provide(Catalog.systemPrompt("<!-- MCP_LIST -->", after))
-      assert.include(prompt, "| `beta` |")
+      assert.include(prompt.split("**Active**")[0]!, "- `beta`")
       assert.include(prompt, "- `alpha`\n  Instructions: Say something and it is said back.")
 
       const again = yield* provide(ActivateTools.run(root, { groups: ["alpha"] }, servers))

@@ -16,7 +16,7 @@ import { CONFIG_GROUP, type ResolvedGrant } from "./Grants.js"
 /** The tag. */
 export const TAG = "<!-- MCP_LIST -->"
 
-/** A description in the Available table is cut to this many characters. */
+/** A description in the Available list is cut to this many characters. */
 export const DESCRIPTION_MAX = 60
 
 /** A server's instructions under its Active line are cut to this many characters. */
@@ -68,8 +68,6 @@ const cut = (text: string, max: number): string => {
   return one.length <= max ? one : `${one.slice(0, max - 1)}…`
 }
 
-const cell = (text: string) => text.replace(/\|/g, "\\|")
-
 const NOTE: Record<ResolvedGrant["state"], string> = {
   config: "",
   active: "",
@@ -78,7 +76,7 @@ const NOTE: Record<ResolvedGrant["state"], string> = {
   "not registered": " (deleted: offers no tools unless it is registered again)"
 }
 
-/** The block (pure). */
+/** The block (pure). Compact (a list, not a table): every listed server costs the model tokens each round. */
 export const render = (input: Input): string => {
   const granted = new Set(input.grants.map((g) => g.name))
   const available = input.servers
@@ -87,13 +85,14 @@ export const render = (input: Input): string => {
   const active = input.grants.filter((g) => g.name !== CONFIG_GROUP)
   const lines = ["## MCP servers", ""]
   if (available.length === 0) {
-    lines.push("**Available**: none (every enabled server is active).")
+    lines.push("**Available**: none.")
   } else {
-    lines.push("**Available** — call `activate_tools([\"name\"])` to load tools:", "")
-    lines.push("| Server | Description |", "|---|---|")
+    lines.push("**Available** — call `activate_tools([\"name\"])` to load tools:")
     for (const s of available) {
-      const description = s.description ?? s.friendlyName ?? ""
-      lines.push(`| \`${s.name}\` | ${cell(cut(description, DESCRIPTION_MAX))} |`)
+      const description = s.description ?? s.friendlyName
+      lines.push(
+        description === undefined ? `- \`${s.name}\`` : `- \`${s.name}\`: ${cut(description, DESCRIPTION_MAX)}`
+      )
     }
   }
   lines.push("")

@@ -16,6 +16,7 @@ import * as OpenAiCompatible from "@skald/server/agent/llm/OpenAiCompatible"
 import { Chunk, Context, Effect, Exit, Layer, Scope, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { fixture } from "./fixtures/fixtures.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { fixtureEntry, startManager, tempHome, waitForState } from "./host-support.js"
 import { tempDir } from "./support.js"
@@ -158,6 +159,70 @@ describe("lazy tool loading, seen in the model's requests", () => {
       assert.deepStrictEqual(yield* grants.list(Grants.sessionScope(sessionId)), ["alpha"])
       const stack = subAnswer.match(/stack ([0-9a-f-]{36})/)![1]!
       assert.deepStrictEqual(yield* grants.list(Grants.stackScope(sessionId, stack)), [])
+      yield* Scope.close(scope, Exit.void)
+    }))
+
+  it.scopedLive("the config tools, driven by the model: register, toggle, list, delete; a secret never echoed", () =>
+    Effect.gen(function*() {
+      const { agentsDir, home } = yield* setup
+      const echo = fixture("echo")
+      const standin = yield* ModelStandin.start([
+        ModelStandin.toolCalls([{ id: "c0", name: "activate_tools", arguments: { groups: ["config"] } }]),
+        ModelStandin.toolCalls([{
+          id: "c1",
+          name: "set_secret",
+          arguments: { name: "GAMMA_KEY", value: "hush-9271" }
+        }]),
+        ModelStandin.toolCalls([{
+          id: "c2",
+          name: "register_mcp",
+          arguments: {
+            name: "gamma",
+            transport: "stdio",
+            command: echo.command,
+            args: echo.args,
+            description: "Echoes"
+          }
+        }]),
+        ModelStandin.toolCalls([{
+          id: "c3",
+          name: "toggle_item",
+          arguments: { kind: "mcp", id: "gamma", enabled: false }
+        }]),
+        ModelStandin.toolCalls([{ id: "c4", name: "list_items", arguments: { type: "mcp" } }]),
+        ModelStandin.toolCalls([{ id: "c5", name: "delete_mcp", arguments: { name: "gamma" } }]),
+        ModelStandin.toolCalls([{ id: "c6", name: "list_secrets", arguments: {} }]),
+        ModelStandin.text("configured")
+      ])
+      const scope = yield* Scope.make()
+      const { agent, manager } = yield* host(home, agentsDir, standin.url, scope)
+      const events = yield* run(agent, { message: "set up gamma" })
+      assert.strictEqual(events.at(-1)!._tag, "TurnDone")
+      const names = standin.requests.map(toolNames)
+      // Hidden until activated, then offered.
+      assert.notInclude(names[0]!, "register_mcp")
+      for (const tool of ["register_mcp", "delete_mcp", "toggle_item", "list_items", "set_secret", "list_secrets"]) {
+        assert.include(names[1]!, tool)
+      }
+      const resultOf = (i: number) =>
+        standin.requests[i]!.body.messages.filter((m: { role: string }) => m.role === "tool").at(-1).content as string
+      assert.include(resultOf(3), "Registered the MCP server gamma")
+      assert.include(resultOf(4), "disabled")
+      const listed = JSON.parse(resultOf(5)) as Array<Record<string, unknown>>
+      assert.deepStrictEqual(
+        listed.find((s) => s.name === "gamma"),
+        { name: "gamma", status: "disabled", enabled: false, description: "Echoes", tool_count: 0 }
+      )
+      assert.include(resultOf(6), "Deleted the MCP server gamma")
+      assert.include(resultOf(7), "GAMMA_KEY")
+      // No answer the model read holds the value (its own call's arguments are its history).
+      for (const r of standin.requests) {
+        for (const m of r.body.messages.filter((m: { role: string }) => m.role !== "assistant")) {
+          assert.notInclude(JSON.stringify(m), "hush-9271")
+        }
+      }
+      assert.include(resultOf(2), "Stored the secret GAMMA_KEY")
+      yield* waitForState(manager, "gamma", "absent")
       yield* Scope.close(scope, Exit.void)
     }))
 })

@@ -9,6 +9,7 @@ import * as ChildProcess from "node:child_process"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { runAgentTokensSection } from "./agent-tokens.js"
 import { runAgentSection } from "./agent.js"
 import { runCliSection } from "./cli.js"
 import type { Metrics } from "./clients/workload.js"
@@ -16,8 +17,9 @@ import { clientEnv, fmt, median, pin } from "./machine.js"
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
 const clients = ["skald", "sdk", "raw"] as const
-const sections = process.env.BENCH_SERVERS?.split(",") ?? ["raw", "sdk", "raw-http", "sdk-http", "cli", "agent"]
-const servers = sections.filter((s) => s !== "cli" && s !== "agent") as ReadonlyArray<Server>
+const sections = process.env.BENCH_SERVERS?.split(",") ??
+  ["raw", "sdk", "raw-http", "sdk-http", "cli", "agent", "agent-tokens"]
+const servers = sections.filter((s) => s !== "cli" && s !== "agent" && s !== "agent-tokens") as ReadonlyArray<Server>
 type Client = (typeof clients)[number]
 type Server = "raw" | "sdk" | "raw-http" | "sdk-http"
 
@@ -102,3 +104,4 @@ if (servers.length > 0) {
 }
 if (sections.includes("cli")) await runCliSection()
 if (sections.includes("agent")) await runAgentSection()
+if (sections.includes("agent-tokens")) await runAgentTokensSection()

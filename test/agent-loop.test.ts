@@ -113,8 +113,13 @@ describe("agent turn loop", () => {
       yield* events(agent.run({ sessionId, message: "thanks" }))
       const asked = yield* model.recorded
       assert.strictEqual(asked.length, 3)
+      // Besides the base tools (lazy loading), every connected server's (alwaysOffered "all").
+      assert.deepStrictEqual(asked[0]!.tools.filter((t) => !t.startsWith("mcp__")).sort(), [
+        "activate_tools",
+        "dispatch_agent"
+      ])
       assert.deepStrictEqual(
-        asked[0]!.tools.slice().sort(),
+        asked[0]!.tools.filter((t) => t.startsWith("mcp__")).sort(),
         [
           "mcp__echo__echo",
           "mcp__echo__fail",

@@ -11,7 +11,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it, layer } from "@effect/vitest"
 import type { TurnEvent } from "@skald/domain"
-import type { McpManager } from "@skald/server"
+import type { McpManager, McpServerRepo, Registration, SecretStore } from "@skald/server"
 import { SessionBusy } from "@skald/server/agent/Agent"
 import * as History from "@skald/server/agent/History"
 import { Context, Effect, FastCheck as fc, Fiber, Layer, Ref, Schedule, Stream } from "effect"
@@ -24,7 +24,13 @@ const last = <A>(list: ReadonlyArray<A>): A => list[list.length - 1]!
 
 /** One manager with the cancel fixture, shared by the runs (each run has its own sessions and model). */
 class Shared extends Context.Tag("test/agent-stop/Shared")<Shared, {
-  readonly context: Context.Context<McpManager.McpManager | SqlClient.SqlClient>
+  readonly context: Context.Context<
+    | McpManager.McpManager
+    | SqlClient.SqlClient
+    | McpServerRepo.McpServerRepo
+    | Registration.Registration
+    | SecretStore.SecretStore
+  >
   readonly record: string
   readonly mark: Effect.Effect<void>
 }>() {}

@@ -56,12 +56,17 @@ describe("skald agent run / chat against aimock", () => {
         Effect.gen(function*() {
           const mock = yield* aimock
           mock.onToolResult("call_b", { content: "Both echoed.", usage: p.usage(60, 4) })
-          mock.onMessage("echo two things", {
+          mock.onToolResult("act_1", {
             toolCalls: [
               { id: "call_a", name: "mcp__echo__echo", arguments: JSON.stringify({ message: "one" }) },
               { id: "call_b", name: "mcp__echo__echo", arguments: JSON.stringify({ message: "two" }) }
             ],
             usage: p.usage(40, 7)
+          })
+          // Lazy loading: the server's tools are offered once the model activated them.
+          mock.onMessage("echo two things", {
+            toolCalls: [{ id: "act_1", name: "activate_tools", arguments: JSON.stringify({ groups: ["echo"] }) }],
+            usage: p.usage(0, 0)
           })
           const home = yield* homeWith("echo", "echo")
           const env = {
@@ -83,8 +88,9 @@ describe("skald agent run / chat against aimock", () => {
           assert.strictEqual(show.status, 0, show.stderr)
           const calls = (JSON.parse(show.stdout) as Json).messages.flatMap((m: Json) => m.calls) as Array<Json>
           assert.deepStrictEqual(
-            calls.map((c) => [c.callId, c.name, c.status, c.result, c.resultType]),
+            calls.map((c) => [c.callId, c.name, c.status, c.name === "activate_tools" ? "" : c.result, c.resultType]),
             [
+              ["act_1", "activate_tools", "done", "", "string"],
               ["call_a", "mcp__echo__echo", "done", "one", "string"],
               ["call_b", "mcp__echo__echo", "done", "two", "string"]
             ]
@@ -95,10 +101,13 @@ describe("skald agent run / chat against aimock", () => {
           assert.strictEqual(json.status, 0, json.stderr)
           const events = lines(json.stdout)
           assert.strictEqual(events[0]!._tag, "TurnStarted")
-          assert.deepStrictEqual(events.filter((e) => e._tag === "ToolDone").map((e) => e.result), ["one", "two"])
+          assert.deepStrictEqual(
+            events.filter((e) => e._tag === "ToolDone" && e.name !== "activate_tools").map((e) => e.result),
+            ["one", "two"]
+          )
           const end = events[events.length - 1]!
           assert.strictEqual(end._tag, "TurnDone")
-          assert.deepStrictEqual([end.text, end.rounds, end.usage], ["Both echoed.", 2, {
+          assert.deepStrictEqual([end.text, end.rounds, end.usage], ["Both echoed.", 3, {
             inputTokens: 100,
             outputTokens: 11
           }])
@@ -115,8 +124,11 @@ describe("skald agent run / chat against aimock", () => {
         const mock = yield* aimock
         mock.onMessage("first question", { content: "First answer." })
         mock.onToolResult("call_c", { content: "Echoed it." })
-        mock.onMessage("second question", {
+        mock.onToolResult("act_c", {
           toolCalls: [{ id: "call_c", name: "mcp__echo__echo", arguments: JSON.stringify({ message: "card" }) }]
+        })
+        mock.onMessage("second question", {
+          toolCalls: [{ id: "act_c", name: "activate_tools", arguments: JSON.stringify({ groups: ["echo"] }) }]
         })
         const home = yield* homeWith("echo", "echo")
         const env = { SKALD_LLM_PROVIDER: "openai", SKALD_LLM_BASE_URL: `${mock.url}/v1`, SKALD_LLM_MODEL: "m" }
@@ -130,7 +142,8 @@ describe("skald agent run / chat against aimock", () => {
         assert.lengthOf(sessions, 1)
         const show = yield* skald(["sessions", "show", "--json", "--home", home, sessions[0]!.id], {})
         const roles = (JSON.parse(show.stdout) as Json).messages.map((m: Json) => m.role)
-        assert.deepStrictEqual(roles, ["user", "assistant", "user", "assistant", "assistant"])
+        // The second turn: activate_tools, the echo call, the answer.
+        assert.deepStrictEqual(roles, ["user", "assistant", "user", "assistant", "assistant", "assistant"])
       }),
     120_000
   )
@@ -140,6 +153,7 @@ describe("skald agent run / chat against aimock", () => {
     () =>
       Effect.gen(function*() {
         const standin = yield* ModelStandin.start([
+          ModelStandin.toolCalls([{ id: "g0", name: "activate_tools", arguments: { groups: ["echo"] } }]),
           ModelStandin.toolCalls([{ id: "g1", name: "mcp__echo__echo", arguments: "{\"message\": \"unterminated" }]),
           ModelStandin.toolCalls([{ id: "g2", name: "mcp__nobody__nothing", arguments: {} }]),
           ModelStandin.toolCalls([{ id: "g3", name: "mcp__echo__echo", arguments: { message: "fine" } }]),
@@ -151,19 +165,19 @@ describe("skald agent run / chat against aimock", () => {
         assert.strictEqual(run.status, 0, run.stderr)
         assert.strictEqual(run.stdout, "Recovered.\n")
         assert.include(run.stderr, `skald: tool mcp__echo__echo {"message":"fine"} → done`)
-        assert.lengthOf(standin.requests, 4)
+        assert.lengthOf(standin.requests, 5)
         const system = (i: number) => String(standin.requests[i]!.body.messages[0].content)
-        assert.notInclude(system(0), "could not be used")
-        for (const i of [1, 2]) {
+        assert.notInclude(system(1), "could not be used")
+        for (const i of [2, 3]) {
           assert.include(system(i), "your previous answer could not be used")
           assert.include(system(i), "mcp__echo__echo")
         }
-        assert.notInclude(system(3), "could not be used")
+        assert.notInclude(system(4), "could not be used")
         // Only the readable call was stored.
         const session = /^session: (\S+)$/m.exec(run.stderr)![1]!
         const show = yield* skald(["sessions", "show", "--json", "--home", home, session], {})
         const calls = (JSON.parse(show.stdout) as Json).messages.flatMap((m: Json) => m.calls) as Array<Json>
-        assert.deepStrictEqual(calls.map((c) => [c.callId, c.status]), [["g3", "done"]])
+        assert.deepStrictEqual(calls.map((c) => [c.callId, c.status]), [["g0", "done"], ["g3", "done"]])
       }),
     120_000
   )
@@ -205,6 +219,7 @@ describe("skald agent run: Ctrl-C", () => {
       Effect.gen(function*() {
         const record = tempFile("cli-agent-cancel")
         const standin = yield* ModelStandin.start([
+          ModelStandin.toolCalls([{ id: "w0", name: "activate_tools", arguments: { groups: ["cancel"] } }]),
           ModelStandin.toolCalls([{ id: "w1", name: "mcp__cancel__wait", arguments: {} }])
         ])
         const home = yield* homeWith("cancel", "cancel", { FIXTURE_RECORD: record })
@@ -222,7 +237,7 @@ describe("skald agent run: Ctrl-C", () => {
         const session = events[0]!.sessionId as string
         const show = yield* skald(["sessions", "show", "--json", "--home", home, session], {})
         const calls = (JSON.parse(show.stdout) as Json).messages.flatMap((m: Json) => m.calls) as Array<Json>
-        assert.deepStrictEqual(calls.map((c) => [c.callId, c.status]), [["w1", "cancelled"]])
+        assert.deepStrictEqual(calls.map((c) => [c.callId, c.status]), [["w0", "done"], ["w1", "cancelled"]])
       }),
     120_000
   )
@@ -345,9 +360,10 @@ describe("skald agent run beside a running host", () => {
         const after = (yield* listed()).find((s) => s.name === "echo")!
         assert.strictEqual(after.state, "connected")
         assert.strictEqual(after.since, before.since)
-        // The model was offered the echo server's tools.
-        const tools = (mock.getRequests()[0]!.body as Json).tools as Array<Json>
-        assert.include(tools.map((t) => t.function.name), "mcp__echo__echo")
+        // The model was offered activate_tools, and the echo server in the MCP list (lazy loading).
+        const request = mock.getRequests()[0]!.body as Json
+        assert.include((request.tools as Array<Json>).map((t) => t.function.name), "activate_tools")
+        assert.include(String(request.messages[0].content).split("**Active**")[0]!, "- `echo`")
       }),
     120_000
   )

@@ -38,7 +38,9 @@ export const agentOver = <R>(
 ) =>
   Effect.gen(function*() {
     const model = yield* Scripted.make(script)
-    const layer = Agent.Default(options).pipe(
+    // The loop's mechanics are tested with every connected server's tools offered (lazy loading's
+    // own tests, test/agent-lazy.test.ts, pass `alwaysOffered: []`).
+    const layer = Agent.Default({ alwaysOffered: "all", ...options }).pipe(
       Layer.provideMerge(ChatStore.Default),
       Layer.provide(Layer.succeed(LanguageModel.LanguageModel, model.service)),
       Layer.provide(Layer.succeedContext(context))

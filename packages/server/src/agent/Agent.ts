@@ -40,10 +40,19 @@ import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { CorruptRow, DatabaseError } from "../host/HostError.js"
 import { McpManager } from "../host/McpManager.js"
+import type { McpServerRepo } from "../host/McpServerRepo.js"
+import type { Registration } from "../host/Registration.js"
+import type { SecretStore } from "../host/SecretStore.js"
+import * as Catalog from "./Catalog.js"
 import { ChatStore, type Session } from "./ChatStore.js"
+import { Grants, type Scope as GrantScope, sessionScope } from "./Grants.js"
 import * as History from "./History.js"
 import * as JsonSchemaTool from "./llm/JsonSchemaTool.js"
 import * as ToolNames from "./llm/ToolNames.js"
+import * as McpList from "./McpList.js"
+import * as ActivateTools from "./tools/ActivateTools.js"
+import * as ConfigTools from "./tools/ConfigTools.js"
+import * as DispatchAgent from "./tools/DispatchAgent.js"
 
 /** A turn is already running in that session. */
 export class SessionBusy extends Schema.TaggedError<SessionBusy>("@skald/server/SessionBusy")("SessionBusy", {
@@ -93,6 +102,13 @@ export interface Options {
    * asked again per turn, with a note saying what was wrong, before the turn fails (default 2).
    */
   readonly malformedRetries?: number | undefined
+  /**
+   * Servers whose tools every round offers without `activate_tools` (`"all"`: every connected
+   * server, as before lazy loading); default none (docs/agent.md, *Lazy tool loading*).
+   */
+  readonly alwaysOffered?: "all" | ReadonlyArray<string> | undefined
+  /** How deep sub-agents (`dispatch_agent`) nest at most (default 3). */
+  readonly maxDepth?: number | undefined
 }
 
 /** The defaults of `Options`. */
@@ -132,12 +148,22 @@ interface Kept {
   cancelled: Array<string>
 }
 
+/** Where a round runs: a root agent's session (depth 0), or a sub-agent's stack frame. */
+interface Frame {
+  readonly scope: GrantScope
+  readonly depth: number
+}
+
 /** The agent's turn loop. */
 export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
+  dependencies: [Grants.Default],
   effect: (options: Options = {}) =>
     Effect.gen(function*() {
       const store = yield* ChatStore
       const manager = yield* McpManager
+      // The built-in tools' services (agent/tools/*).
+      const services = yield* Effect.context<Grants | McpManager | McpServerRepo | Registration | SecretStore>()
+      const maxDepth = options.maxDepth ?? DispatchAgent.DEFAULT_MAX_DEPTH
       const model = yield* LanguageModel.LanguageModel
       const agentsDir = options.agentsDir ??
         (yield* Config.string("SKALD_AGENTS_DIR").pipe(Config.withDefault(repositoryAgentsDir())))
@@ -157,7 +183,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             })
           }
           const file = Path.join(agentsDir, agent, "AGENT.md")
-          return yield* Effect.try({
+          const text = yield* Effect.try({
             try: () => Fs.readFileSync(file, "utf8"),
             catch: (error) =>
               new UnknownAgent({
@@ -165,6 +191,13 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
                 reason: `${file} could not be read (${(error as NodeJS.ErrnoException).code ?? String(error)}); ` +
                   "create it (the agent's system prompt, in Markdown) or set SKALD_AGENTS_DIR to the folder of agents"
               })
+          })
+          // `<!-- include: <file> -->`: a file under the agents folder, resolved before `<!-- MCP_LIST -->`.
+          return yield* McpList.resolveIncludes(text, (included) => {
+            const path = Path.resolve(agentsDir, included)
+            return path.startsWith(Path.resolve(agentsDir) + Path.sep)
+              ? Effect.try(() => Fs.readFileSync(path, "utf8"))
+              : Effect.fail(new Error("outside the agents folder"))
           })
         })
 
@@ -184,49 +217,82 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
        * The round's tools under the names the provider accepts (ToolNames.ts), and the mapping:
        * the model sees provider names; the loop, the database and the events see the MCP ones.
        */
-      const toolkitOf = Effect.map(manager.tools, (tools) => {
-        const names = ToolNames.make(tools.map((t) => t.name))
-        const record: Tools = {}
-        for (const t of tools) {
-          const name = names.toProvider(t.name)
-          record[name] = JsonSchemaTool.fromJsonSchema(name, t.tool.description, t.tool.inputSchema)
-        }
-        const toolkit: Toolkit.WithHandler<Tools> = {
-          tools: record,
-          // Never called: the loop runs the calls itself (disableToolCallResolution).
-          handle: () => Effect.dieMessage("the turn loop runs tool calls itself")
-        }
-        return { toolkit, names, mcpNames: tools.map((t) => t.name) }
-      })
+      const toolkitOf = (frame: Frame) =>
+        Effect.map(
+          Catalog.round({
+            scope: frame.scope,
+            dispatch: frame.depth < maxDepth,
+            always: options.alwaysOffered
+          }).pipe(
+            Effect.provide(services),
+            Effect.orDie
+          ),
+          (round) => {
+            // Lazy loading (docs/agent.md): the base tools, the granted servers' and `config`'s, asked every round.
+            const tools = [
+              ...[...round.builtins.values()].map((d) => ({
+                name: d.name,
+                description: d.description,
+                inputSchema: d.inputSchema
+              })),
+              ...round.mcp.map((t) => ({
+                name: t.name,
+                description: t.tool.description,
+                inputSchema: t.tool.inputSchema
+              }))
+            ]
+            const names = ToolNames.make(tools.map((t) => t.name))
+            const record: Tools = {}
+            for (const t of tools) {
+              const name = names.toProvider(t.name)
+              record[name] = JsonSchemaTool.fromJsonSchema(name, t.description, t.inputSchema)
+            }
+            const toolkit: Toolkit.WithHandler<Tools> = {
+              tools: record,
+              // Never called: the loop runs the calls itself (disableToolCallResolution).
+              handle: () => Effect.dieMessage("the turn loop runs tool calls itself")
+            }
+            return { toolkit, names, mcpNames: tools.map((t) => t.name), round }
+          }
+        )
 
       /** Runs one call; every failure is an error result; an interruption records it `cancelled`. */
       const runCall = (
         emit: (event: TurnEvent.TurnEvent) => Effect.Effect<void>,
         messageId: number,
         call: History.CallRow,
-        kept: Kept
+        kept: Kept,
+        frame: Frame,
+        round: Catalog.Round
       ) =>
         Effect.uninterruptibleMask((restore) =>
           Effect.gen(function*() {
             yield* emit(TurnEvent.ToolStarted.make({ callId: call.callId, name: call.name, arguments: call.arguments }))
             const exit = yield* restore(
-              manager.call(call.name, call.arguments as McpClient.JsonObject).pipe(
-                Effect.map((result) =>
-                  ToolResult.isError(result)
-                    // The tool's own report of a failure: recorded `error`, marked for the model.
-                    ? {
-                      status: "error" as const,
-                      ...History.capResult(
-                        ToolResult.TextResult.make({ text: History.TOOL_ERROR_PREFIX + ToolResult.toWire(result) }),
-                        resultCap
-                      )
-                    }
-                    : { status: "done" as const, ...History.capResult(result, resultCap) }
+              (round.builtins.has(call.name)
+                ? Effect.map(builtin(call, frame, round), (text): ToolResult.ToolResult =>
+                  ToolResult.TextResult.make({ text }))
+                : manager.call(call.name, call.arguments as McpClient.JsonObject) as Effect.Effect<
+                  ToolResult.ToolResult,
+                  unknown
+                >).pipe(
+                  Effect.map((result) =>
+                    ToolResult.isError(result)
+                      // The tool's own report of a failure: recorded `error`, marked for the model.
+                      ? {
+                        status: "error" as const,
+                        ...History.capResult(
+                          ToolResult.TextResult.make({ text: History.TOOL_ERROR_PREFIX + ToolResult.toWire(result) }),
+                          resultCap
+                        )
+                      }
+                      : { status: "done" as const, ...History.capResult(result, resultCap) }
+                  )
                 )
-              )
             ).pipe(Effect.exit)
             const outcome = Exit.match(exit, {
-              onSuccess: (done) => done,
+              onSuccess: (done) =>
+                done,
               onFailure: (cause) =>
                 Cause.isInterruptedOnly(cause)
                   ? {
@@ -258,14 +324,45 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
           })
         )
 
+      /** Runs a built-in tool (agent/tools/*); its answer is the text the model reads. */
+      const builtin = (call: History.CallRow, frame: Frame, round: Catalog.Round): Effect.Effect<string, unknown> => {
+        switch (call.name) {
+          case ActivateTools.NAME:
+            return ActivateTools.run(frame.scope, call.arguments, round.servers).pipe(
+              Effect.map(ActivateTools.answer),
+              Effect.provide(services)
+            )
+          case DispatchAgent.NAME:
+            return DispatchAgent.run(frame, call.arguments, subAgent, maxDepth).pipe(Effect.provide(services))
+          default:
+            return ConfigTools.run(call.name, call.arguments).pipe(Effect.provide(services))
+        }
+      }
+
+      /**
+       * A sub-agent's frame: its own chat session (its transcript), the parent's session's grant
+       * scope narrowed to the frame (zero grants at first), the task as its one message; its final
+       * text is the answer.
+       */
+      const subAgent: DispatchAgent.RunFrame<unknown, never> = (frame) =>
+        Effect.gen(function*() {
+          const prompt = yield* systemPrompt(frame.agent)
+          const sub = yield* store.createSession({ agent: frame.agent, title: titleOf(frame.task) })
+          yield* store.append(sub.id, { role: "user", text: frame.task, calls: [] })
+          const kept: Kept = { text: "", finished: [], cancelled: [] }
+          const end = yield* rounds(sub.id, prompt, [History.user(frame.task)], () => Effect.void, kept, frame)
+          return end.note === undefined ? end.text : `${end.text}\n\n(${end.note})`
+        })
+
       /** The rounds of one turn; the value is its end. */
       const rounds = (
         sessionId: string,
-        system: Prompt.SystemMessage,
+        systemText: string,
         messages: Array<Prompt.Message>,
         emit: (event: TurnEvent.TurnEvent) => Effect.Effect<void>,
-        kept: Kept
-      ) =>
+        kept: Kept,
+        frame: Frame
+      ): Effect.Effect<TurnEvent.TurnDone, unknown> =>
         Effect.gen(function*() {
           let inputTokens = 0
           let outputTokens = 0
@@ -274,7 +371,11 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
           let retriesLeft = malformedRetries
           let note: string | undefined = undefined
           for (let round = 1; round <= maxRounds; round++) {
-            const { mcpNames, names, toolkit } = yield* toolkitOf
+            const { mcpNames, names, round: catalog, toolkit } = yield* toolkitOf(frame)
+            // `<!-- MCP_LIST -->`, rendered for this round's grants (docs/agent.md).
+            const system = History.system(
+              yield* Catalog.systemPrompt(systemText, catalog).pipe(Effect.provide(services))
+            )
             kept.text = ""
             kept.finished = []
             kept.cancelled = []
@@ -361,7 +462,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             }
             const results = yield* Effect.forEach(
               persisted.row.calls,
-              (call) => runCall(emit, persisted.id, call, kept),
+              (call) => runCall(emit, persisted.id, call, kept, frame, catalog),
               { concurrency }
             ).pipe(
               // A call interrupted before it began (queued behind the bound, or not yet forked) has
@@ -400,7 +501,10 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             const turnId = yield* store.append(session.id, { role: "user", text: message, calls: [] })
             yield* emit(TurnEvent.TurnStarted.make({ sessionId: session.id, turnId, message }))
             const messages = [...History.replay(stored), History.user(message)]
-            return yield* rounds(session.id, History.system(systemText), messages, emit, kept)
+            return yield* rounds(session.id, systemText, messages, emit, kept, {
+              scope: sessionScope(session.id),
+              depth: 0
+            })
           })
           const fiber = yield* Effect.fork(work)
           const exit = yield* Effect.raceFirst(
@@ -443,7 +547,8 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
                   acquired, () =>
                   new SessionBusy({ sessionId: chat.id }))
               ),
-            () => release
+            () =>
+              release
           )
           const mailbox = yield* Mailbox.make<TurnEvent.TurnEvent>()
           yield* turn(chat, prompt, input.message, entry.stop, (event) => Effect.asVoid(mailbox.offer(event))).pipe(

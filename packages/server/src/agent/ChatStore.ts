@@ -154,6 +154,9 @@ export class ChatStore extends Effect.Service<ChatStore>()("@skald/server/ChatSt
     const removeSession = Effect.fn("ChatStore.removeSession")(function*(id: string) {
       const removed = yield* sql.withTransaction(Effect.gen(function*() {
         yield* sql`DELETE FROM chat_llm_tools WHERE session = ${id}`
+        // Its tool grants (agent/Grants.ts) go with it.
+        yield* sql`DELETE FROM session_mcp_grants WHERE session = ${id}`
+        yield* sql`DELETE FROM stack_mcp_grants WHERE session = ${id}`
         yield* sql`DELETE FROM chat_messages WHERE session = ${id}`
         return yield* sql<{ id: string }>`DELETE FROM chat_sessions WHERE id = ${id} RETURNING id`
       })).pipe(Effect.mapError(failWith("delete a chat session")))

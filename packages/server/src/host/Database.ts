@@ -26,6 +26,7 @@ import m0005 from "./migrations/0005_status_process.js"
 import m0006 from "./migrations/0006_chat.js"
 import m0007 from "./migrations/0007_settings.js"
 import m0008 from "./migrations/0008_status_cause.js"
+import m0009 from "./migrations/0009_mcp_grants.js"
 import { ensurePrivateDir, Paths, PRIVATE_FILE_MODE, privateFile } from "./Paths.js"
 import * as Rows from "./Rows.js"
 
@@ -119,7 +120,8 @@ export const migrations = {
   "0005_status_process": m0005,
   "0006_chat": m0006,
   "0007_settings": m0007,
-  "0008_status_cause": m0008
+  "0008_status_cause": m0008,
+  "0009_mcp_grants": m0009
 }
 
 /**

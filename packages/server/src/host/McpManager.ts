@@ -119,6 +119,8 @@ export interface Service {
   readonly tools: Effect.Effect<ReadonlyArray<QualifiedTool>>
   /** The tools of the connected servers named in `grants`. */
   readonly toolsFor: (grants: Iterable<string>) => Effect.Effect<ReadonlyArray<QualifiedTool>>
+  /** The `instructions` the connected servers gave in `initialize`, by server name. */
+  readonly instructions: Effect.Effect<ReadonlyMap<string, string>>
   /** Calls `mcp__<server>__<tool>`. */
   readonly call: (
     qualifiedName: string,
@@ -562,6 +564,13 @@ const make = (
         const granted = new Set(grants)
         return Effect.map(connected, (all) => all.filter((r) => granted.has(r.entry.name)).flatMap(qualify))
       },
+      instructions: Effect.map(connected, (all) => {
+        const said = new Map<string, string>()
+        for (const r of all) {
+          if (r.client.identity.instructions !== undefined) said.set(r.entry.name, r.client.identity.instructions)
+        }
+        return said
+      }),
       call,
       restart: (name) =>
         Effect.gen(function*() {

@@ -1,0 +1,76 @@
+/**
+ * The tools of a model round (lazy MCP tool loading, docs/agent.md): the base tools
+ * (`activate_tools`, and `dispatch_agent` where sub-agents may be dispatched), the tools of the
+ * granted servers (asked of the manager every round, so an activation in round N is offered from
+ * round N+1), and the `config` group's when granted. Every definition goes through the same
+ * `visible` filter (approval and interactive-only rules; until they exist, everything is visible).
+ *
+ * @since 0.1.0
+ */
+import type { McpServerEntry } from "@skald/domain"
+import * as Effect from "effect/Effect"
+import { McpManager, type QualifiedTool } from "../host/McpManager.js"
+import { CONFIG_GROUP, Grants, offered, resolve, type ResolvedGrant, type Scope } from "./Grants.js"
+import * as McpList from "./McpList.js"
+import * as ActivateTools from "./tools/ActivateTools.js"
+import * as ConfigTools from "./tools/ConfigTools.js"
+import * as DispatchAgent from "./tools/DispatchAgent.js"
+import type { Definition } from "./tools/ToolInput.js"
+
+/** Whether a tool may be offered (approval, interactive-only); the default offers every tool. */
+export type Visible = (name: string) => boolean
+
+/** A round's tools. */
+export interface Round {
+  /** The built-in tools offered, by name. */
+  readonly builtins: ReadonlyMap<string, Definition>
+  /** The granted, connected servers' tools. */
+  readonly mcp: ReadonlyArray<QualifiedTool>
+  /** The registered servers and the scope's grants, resolved (for the list block and the answers). */
+  readonly servers: ReadonlyArray<McpServerEntry.ServerSummary>
+  readonly grants: ReadonlyArray<ResolvedGrant>
+}
+
+/** What the round is for. */
+export interface RoundInput {
+  readonly scope: Scope
+  /** Whether `dispatch_agent` is offered (not at the nesting bound). */
+  readonly dispatch: boolean
+  readonly visible?: Visible | undefined
+  /**
+   * Servers whose tools are offered without a grant (`"all"`: every connected server, the eager
+   * behaviour before lazy loading); default none.
+   */
+  readonly always?: "all" | ReadonlyArray<string> | undefined
+}
+
+/** The built-in tool names (never an `mcp__…` name). */
+export const BUILTIN_NAMES: ReadonlySet<string> = new Set([
+  ActivateTools.NAME,
+  DispatchAgent.NAME,
+  ...ConfigTools.NAMES
+])
+
+/** The tools of one round. */
+export const round = Effect.fn("Catalog.round")(function*(input: RoundInput) {
+  const manager = yield* McpManager
+  const grants = yield* Grants
+  const visible = input.visible ?? (() => true)
+  const servers = yield* manager.list
+  const resolved = resolve(yield* grants.list(input.scope), servers)
+  const builtins = new Map<string, Definition>()
+  const base = [ActivateTools.definition, ...(input.dispatch ? [DispatchAgent.definition] : [])]
+  const config = resolved.some((g) => g.name === CONFIG_GROUP) ? ConfigTools.definitions : []
+  for (const d of [...base, ...config]) if (visible(d.name)) builtins.set(d.name, d)
+  const always = input.always ?? []
+  const tools = always === "all" ? yield* manager.tools : yield* manager.toolsFor([...offered(resolved), ...always])
+  const mcp = tools.filter((t) => visible(t.name))
+  return { builtins, mcp, servers, grants: resolved } satisfies Round as Round
+})
+
+/** The system prompt of a round: the `<!-- MCP_LIST -->` tag replaced (a prompt without it is kept). */
+export const systemPrompt = Effect.fn("Catalog.systemPrompt")(function*(prompt: string, r: Round) {
+  if (!McpList.hasTag(prompt)) return prompt
+  const instructions = yield* (yield* McpManager).instructions
+  return McpList.inject(prompt, { servers: r.servers, grants: r.grants, instructions })
+})

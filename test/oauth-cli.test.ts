@@ -35,28 +35,37 @@ const startFixture = (): Promise<{ url: string; stop: () => void }> =>
     child.on("exit", (code) => reject(new Error(`the fixture exited with ${code}`)))
   })
 
-/** Runs `skald mcp login NAME`, following the printed URL as a browser would; resolves with its exit. */
-const login = (home: string, name: string): Promise<{ status: number | null; stderr: string }> =>
+/**
+ * Runs `skald ARGS`, following the authorization URL it prints (on `stream`) as a browser would;
+ * resolves with its exit and output.
+ */
+const runFollowing = (
+  home: string,
+  args: ReadonlyArray<string>,
+  stream: "stdout" | "stderr"
+): Promise<{ status: number | null; stdout: string; stderr: string }> =>
   new Promise((resolve) => {
-    const child = spawn(process.execPath, [skald, "mcp", "login", name], {
+    const child = spawn(process.execPath, [skald, ...args], {
       env: { ...process.env, SKALD_HOME: home },
       stdio: ["ignore", "pipe", "pipe"]
     })
-    let out = ""
-    let err = ""
+    const text = { stdout: "", stderr: "" }
     let followed = false
-    child.stdout!.on("data", (d: Buffer) => {
-      out += d.toString()
-      const line = out.split("\n").find((l) => l.startsWith("http://"))
-      if (line !== undefined && !followed) {
-        followed = true
-        // The authorization server approves at once and redirects to the loopback callback.
-        void fetch(line.trim()).then((r) => r.text())
-      }
-    })
-    child.stderr!.on("data", (d: Buffer) => (err += d.toString()))
-    child.on("exit", (status) => resolve({ status, stderr: err }))
+    for (const name of ["stdout", "stderr"] as const) {
+      child[name]!.on("data", (d: Buffer) => {
+        text[name] += d.toString()
+        const line = text[stream].split("\n").find((l) => l.startsWith("http://"))
+        if (name === stream && line !== undefined && !followed) {
+          followed = true
+          // The authorization server approves at once and redirects to the loopback callback.
+          void fetch(line.trim()).then((r) => r.text())
+        }
+      })
+    }
+    child.on("exit", (status) => resolve({ status, ...text }))
   })
+
+const login = (home: string, name: string) => runFollowing(home, ["mcp", "login", name], "stdout")
 
 describe("skald mcp login and logout", () => {
   it("login stores the tokens in the secret store only; call uses them; logout forgets them", async () => {
@@ -88,6 +97,26 @@ describe("skald mcp login and logout", () => {
       assert.strictEqual(out.status, 0, out.stderr)
       assert.include(out.stderr, "forgot the OAuth tokens of 'guarded'")
       assert.deepStrictEqual(filesContaining(home, MARKER), [])
+    } finally {
+      server.stop()
+      Fs.rmSync(home, { recursive: true, force: true })
+    }
+  }, 120_000)
+
+  it("the ad-hoc `skald call --http URL` runs the flow too, keeping nothing", async () => {
+    const home = makeHome()
+    const server = await startFixture()
+    try {
+      const r = await runFollowing(
+        home,
+        ["call", "echo", "--http", server.url, "--args", "{\"message\":\"hi\"}"],
+        "stderr"
+      )
+      assert.strictEqual(r.status, 0, r.stderr)
+      assert.include(r.stderr, "asks for authorization")
+      assert.include(r.stdout, "hi")
+      assert.notInclude(r.stdout + r.stderr, MARKER)
+      assert.deepStrictEqual(Fs.existsSync(home) ? filesContaining(home, MARKER) : [], [])
     } finally {
       server.stop()
       Fs.rmSync(home, { recursive: true, force: true })

@@ -718,7 +718,8 @@ const oauthState = (
             state.bearer = Redacted.make(token)
             return undefined
           }),
-          Effect.catchAll((error) => log("warning", error.message).pipe(Effect.as(error.message)))
+          // The reason goes into the request's error (logging it too would say it twice).
+          Effect.catchAll((error) => Effect.succeed(error.message))
         ),
       refreshIfDue: session === undefined ? Effect.void : session.token.pipe(
         Effect.map((token) => {

@@ -7,11 +7,12 @@
  * @since 0.1.0
  */
 import type { ServerName } from "@skald/domain"
-import { OAuth } from "@skald/mcp"
+import { HttpTransport, McpClient, OAuth, Transport } from "@skald/mcp"
 import type * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
@@ -160,3 +161,26 @@ export const logout = (name: ServerName.ServerName) =>
     yield* secrets.remove(secretNameFor(name, OAUTH_FIELD))
     return had
   })
+
+/**
+ * A one-off client of `url` (no registration): a 401 runs the authorization with the loopback
+ * redirect, `say` telling the user the URL; the tokens live in memory for this client only.
+ */
+export const adHocClientLayer = (
+  server: string,
+  url: string,
+  clientOptions: McpClient.Options,
+  say: (line: string) => Effect.Effect<void>
+) =>
+  Layer.scoped(
+    Transport.Transport,
+    Effect.gen(function*() {
+      const authorizer = yield* loopbackAuthorizer((authorization) =>
+        say(`skald: ${server} asks for authorization; open this URL in a browser:\n${authorization.href}`)
+      )
+      const auth = yield* OAuth.makeSession(server, url, {}, authorizer).pipe(
+        Effect.provideService(OAuth.TokenStore, OAuth.memoryTokenStore())
+      )
+      return yield* HttpTransport.make({ server, url, auth })
+    })
+  ).pipe((transport) => Layer.provide(McpClient.layer(clientOptions), transport))

@@ -103,6 +103,25 @@ describe("skald mcp login and logout", () => {
     }
   }, 120_000)
 
+  it("mcp rm deletes the server's OAuth tokens with it", async () => {
+    const home = makeHome()
+    const server = await startFixture()
+    try {
+      const env = { SKALD_HOME: home }
+      assert.strictEqual((await runSkald(["mcp", "add", "guarded", "--http", server.url], { env })).status, 0)
+      const done = await login(home, "guarded")
+      assert.strictEqual(done.status, 0, done.stderr)
+      assert.isAbove(filesContaining(home, MARKER).length, 0)
+      const removed = await runSkald(["mcp", "rm", "guarded"], { env })
+      assert.strictEqual(removed.status, 0, removed.stderr)
+      assert.include(removed.stderr, "MCP_GUARDED__OAUTH")
+      assert.deepStrictEqual(filesContaining(home, MARKER), [])
+    } finally {
+      server.stop()
+      Fs.rmSync(home, { recursive: true, force: true })
+    }
+  }, 120_000)
+
   it("the ad-hoc `skald call --http URL` runs the flow too, keeping nothing", async () => {
     const home = makeHome()
     const server = await startFixture()

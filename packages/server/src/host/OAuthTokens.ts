@@ -20,11 +20,8 @@ import type * as Scope from "effect/Scope"
 import * as Http from "node:http"
 import { UnknownServer } from "./HostError.js"
 import { McpServerRepo } from "./McpServerRepo.js"
-import { secretNameFor } from "./SecretNames.js"
+import { OAUTH_FIELD, secretNameFor } from "./SecretNames.js"
 import { SecretStore } from "./SecretStore.js"
-
-/** The field of a server's OAuth state, in secret names. */
-export const OAUTH_FIELD = "OAUTH"
 
 /** Authorization cannot be run for this server. */
 export class OAuthNotApplicable extends Schema.TaggedError<OAuthNotApplicable>("@skald/server/OAuthNotApplicable")(

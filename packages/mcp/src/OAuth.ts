@@ -218,6 +218,8 @@ export const makeSession = (
 ): Effect.Effect<Session, never, TokenStore> =>
   Effect.gen(function*() {
     const store = yield* TokenStore
+    /** The MCP server's name (`server` is shadowed below by authorization-server metadata). */
+    const serverName = server
     const serverUrl = new URL(url)
     serverUrl.hash = ""
     const margin = config.refreshMarginMillis ?? 60_000
@@ -398,8 +400,6 @@ export const makeSession = (
             return oauth.None()
         }
       })
-
-    const serverName = server
 
     const save = (response: oauth.TokenEndpointResponse, previous?: Tokens) =>
       Effect.gen(function*() {

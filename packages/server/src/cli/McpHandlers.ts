@@ -314,8 +314,11 @@ export const login = ({ home, name }: NameArgs) =>
   Host.run(
     home,
     Effect.scoped(Effect.gen(function*() {
-      const authorizer = yield* OAuthTokens.loopbackAuthorizer((url) =>
-        stderr(`skald: open this URL in a browser to authorize '${name}':`).pipe(Effect.zipRight(stdout(url.href)))
+      const authorizer = yield* OAuthTokens.loopbackAuthorizer(
+        (url) =>
+          stderr(`skald: open this URL in a browser to authorize '${name}':`).pipe(Effect.zipRight(stdout(url.href))),
+        undefined,
+        name
       )
       yield* OAuthTokens.login(name, authorizer)
       yield* stderr(`skald: authorized '${name}'; its tokens are in the secret store`)

@@ -85,7 +85,8 @@ export const session = (server: string, url: string) =>
  */
 export const loopbackAuthorizer = (
   show: (url: URL) => Effect.Effect<void>,
-  timeout: Duration.DurationInput = "5 minutes"
+  timeout: Duration.DurationInput = "5 minutes",
+  serverName = "login"
 ): Effect.Effect<OAuth.Authorizer, never, Scope.Scope> =>
   Effect.gen(function*() {
     const arrived = yield* Deferred.make<URL>()
@@ -119,7 +120,7 @@ export const loopbackAuthorizer = (
           Effect.timeoutFail({
             duration: timeout,
             onTimeout: () =>
-              new OAuth.OAuthError({ server: "login", reason: "no authorization arrived in time; try again" })
+              new OAuth.OAuthError({ server: serverName, reason: "no authorization arrived in time; try again" })
           })
         )
     }
@@ -172,8 +173,11 @@ export const adHocClientLayer = (
   Layer.scoped(
     Transport.Transport,
     Effect.gen(function*() {
-      const authorizer = yield* loopbackAuthorizer((authorization) =>
-        say(`skald: ${server} asks for authorization; open this URL in a browser:\n${authorization.href}`)
+      const authorizer = yield* loopbackAuthorizer(
+        (authorization) =>
+          say(`skald: ${server} asks for authorization; open this URL in a browser:\n${authorization.href}`),
+        undefined,
+        server
       )
       const auth = yield* OAuth.makeSession(server, url, {}, authorizer).pipe(
         Effect.provideService(OAuth.TokenStore, OAuth.memoryTokenStore())

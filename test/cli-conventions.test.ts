@@ -187,6 +187,8 @@ describe("skald CLI conventions", () => {
       "enable",
       "import",
       "list",
+      "login",
+      "logout",
       "logs",
       "restart",
       "rm",
@@ -201,7 +203,7 @@ describe("skald CLI conventions", () => {
     for (const shell of ["zsh", "fish"]) {
       const s = await runSkald(["--completions", shell])
       assert.strictEqual(s.status, 0, s.stderr)
-      assert.include(s.stdout, "add show list tools call enable disable restart rm logs import")
+      assert.include(s.stdout, "add show list tools call enable disable restart rm login logout logs import")
     }
     Fs.rmSync(dir, { recursive: true })
   }, 120_000)

@@ -28,8 +28,35 @@ export const toolsCli: Cli = {
 const installHint =
   "tools/node22 is installed by the root `npm ci` (postinstall); to install it alone: npm ci --prefix tools/node22"
 
-/** The scenarios CI requires (the rest are OAuth and newer). */
-export const required = ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"]
+/** The scenarios CI requires: all 26 client scenarios the suite knows, OAuth's included. */
+export const required = [
+  "initialize",
+  "tools_call",
+  "elicitation-sep1034-client-defaults",
+  "sse-retry",
+  "auth/metadata-default",
+  "auth/metadata-var1",
+  "auth/metadata-var2",
+  "auth/metadata-var3",
+  "auth/basic-cimd",
+  "auth/scope-from-www-authenticate",
+  "auth/scope-from-scopes-supported",
+  "auth/scope-omitted-when-undefined",
+  "auth/scope-step-up",
+  "auth/scope-retry-limit",
+  "auth/token-endpoint-auth-basic",
+  "auth/token-endpoint-auth-post",
+  "auth/token-endpoint-auth-none",
+  "auth/pre-registration",
+  "auth/2025-03-26-oauth-metadata-backcompat",
+  "auth/2025-03-26-oauth-endpoint-fallback",
+  "auth/resource-mismatch",
+  "auth/offline-access-scope",
+  "auth/offline-access-not-supported",
+  "auth/client-credentials-jwt",
+  "auth/client-credentials-basic",
+  "auth/cross-app-access-complete-flow"
+]
 
 /** What a finished (or unstartable) CLI run said: exit status or spawn error, and (`streams`) its command line and both streams' tails. */
 const describeRun = (
@@ -96,15 +123,26 @@ interface Check {
   readonly errorMessage?: string
 }
 
-/** Runs one scenario. Never throws for a failing or missing CLI: that is in `status` and `report`. */
-export const runScenario = (scenario: string, cli: Cli = toolsCli): Outcome => {
-  const out = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-conformance-"))
-  const args = ["client", "--command", client, "--scenario", scenario, "--timeout", "30000", "-o", out]
-  const result = ChildProcess.spawnSync(cli.node, [cli.script, ...args], {
-    encoding: "utf8",
-    cwd: root,
-    maxBuffer: 64 * 1024 * 1024
-  })
+const scenarioArgs = (scenario: string, out: string) => [
+  "client",
+  "--command",
+  client,
+  "--scenario",
+  scenario,
+  "--timeout",
+  "30000",
+  "-o",
+  out
+]
+
+/** What the CLI wrote to `out` and how it ended, as an Outcome (`out` is removed). */
+const outcomeOf = (
+  scenario: string,
+  cli: Cli,
+  args: ReadonlyArray<string>,
+  out: string,
+  result: ChildProcess.SpawnSyncReturns<string>
+): Outcome => {
   // Results go to <out>/<scenario>-<time>/checks.json; a scenario named a/b nests a folder.
   const checksFile = (Fs.readdirSync(out, { recursive: true }) as Array<string>)
     .map((entry) => Path.join(out, entry))
@@ -124,4 +162,46 @@ export const runScenario = (scenario: string, cli: Cli = toolsCli): Outcome => {
     ].join("\n")
     : ""
   return { scenario, passed, failed, warnings, status: result.status, report }
+}
+
+/** Runs one scenario. Never throws for a failing or missing CLI: that is in `status` and `report`. */
+export const runScenario = (scenario: string, cli: Cli = toolsCli): Outcome => {
+  const out = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-conformance-"))
+  const args = scenarioArgs(scenario, out)
+  const result = ChildProcess.spawnSync(cli.node, [cli.script, ...args], {
+    encoding: "utf8",
+    cwd: root,
+    maxBuffer: 64 * 1024 * 1024
+  })
+  return outcomeOf(scenario, cli, args, out, result)
+}
+
+/**
+ * `runScenario` without blocking the event loop (a test runner's worker must keep answering its
+ * runner while a scenario runs).
+ */
+export const runScenarioAsync = (scenario: string, cli: Cli = toolsCli): Promise<Outcome> => {
+  const out = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-conformance-"))
+  const args = scenarioArgs(scenario, out)
+  return new Promise((resolve) => {
+    const child = ChildProcess.spawn(cli.node, [cli.script, ...args], { cwd: root })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout = (stdout + chunk).slice(-65536)))
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr = (stderr + chunk).slice(-65536)))
+    let error: Error | undefined
+    child.on("error", (e) => (error = e))
+    child.on("close", (status, signal) => {
+      const result = {
+        pid: child.pid ?? 0,
+        output: [null, stdout, stderr],
+        stdout,
+        stderr,
+        status,
+        signal,
+        ...(error !== undefined ? { error } : {})
+      } satisfies ChildProcess.SpawnSyncReturns<string>
+      resolve(outcomeOf(scenario, cli, args, out, result))
+    })
+  })
 }

@@ -31,6 +31,7 @@ import * as Span from "./internal/span.js"
 import * as JsonRpc from "./JsonRpc.js"
 import * as McpClient from "./McpClient.js"
 import * as McpLog from "./McpLog.js"
+import type * as OAuth from "./OAuth.js"
 import { DEFAULT_MAX_MESSAGE_BYTES, features } from "./Protocol.js"
 import { type Service, Transport } from "./Transport.js"
 
@@ -49,6 +50,8 @@ export interface Options {
   readonly closeTimeout?: Duration.DurationInput | undefined
   /** The reconnection delay of a dropped stream when the server gave no `retry:` (default 1 s). */
   readonly reconnectDelay?: Duration.DurationInput | undefined
+  /** OAuth (see OAuth.ts): asked for the token, and handed every 401/403 challenge. */
+  readonly auth?: OAuth.Session | undefined
 }
 
 const isRequest = (m: JsonRpc.Message): m is JsonRpc.Request => "method" in m && "id" in m
@@ -87,11 +90,12 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       Effect.sync(HttpExchange.makePool),
       (pool) => Effect.sync(() => HttpExchange.destroyPool(pool))
     )
-    const apiKey = options.apiKey === undefined
+    const staticKey = options.apiKey === undefined
       ? undefined
       : Redacted.isRedacted(options.apiKey)
       ? options.apiKey
       : Redacted.make(options.apiKey)
+    const oauth = yield* oauthState(options, staticKey, log)
     const extraHeaders: Record<string, string> = {}
     for (const [name, value] of Object.entries(options.headers ?? {})) extraHeaders[name.toLowerCase()] = value
     const mainTarget = HttpExchange.target(url)
@@ -119,22 +123,30 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
     const headers = (forInitialize: boolean): Record<string, string> => ({
       accept: "application/json, text/event-stream",
       ...extraHeaders,
-      ...(apiKey !== undefined ? { authorization: `Bearer ${Redacted.value(apiKey)}` } : {}),
+      ...(oauth.bearer !== undefined ? { authorization: `Bearer ${Redacted.value(oauth.bearer)}` } : {}),
       ...(sessionId !== undefined ? { "mcp-session-id": sessionId } : {}),
       ...(!forInitialize && protocolVersion !== undefined ? { "mcp-protocol-version": protocolVersion } : {})
     })
     /** The headers of a POST; those after initialize are built once per session. */
     let postHeadersCache:
-      | { session?: string | undefined; version?: string | undefined; headers: HttpExchange.Headers }
+      | {
+        session?: string | undefined
+        version?: string | undefined
+        bearer?: Redacted.Redacted<string> | undefined
+        headers: HttpExchange.Headers
+      }
       | undefined
     const postHeaders = (forInitialize: boolean): HttpExchange.Headers => {
       if (forInitialize) return { ...headers(true), "content-type": "application/json" }
       const cached = postHeadersCache
-      if (cached !== undefined && cached.session === sessionId && cached.version === protocolVersion) {
+      if (
+        cached !== undefined && cached.session === sessionId && cached.version === protocolVersion &&
+        cached.bearer === oauth.bearer
+      ) {
         return cached.headers
       }
       const fresh = { ...headers(false), "content-type": "application/json" }
-      postHeadersCache = { session: sessionId, version: protocolVersion, headers: fresh }
+      postHeadersCache = { session: sessionId, version: protocolVersion, bearer: oauth.bearer, headers: fresh }
       return fresh
     }
     const postTarget = () => legacyTarget ?? mainTarget
@@ -319,7 +331,11 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       })
 
     // --- one POST, in Effect (everything but a request answered with JSON) -------------------
-    const post = (message: JsonRpc.Message, retried = false): Effect.Effect<void, McpError.McpHttpError> =>
+    const post = (
+      message: JsonRpc.Message,
+      retried = false,
+      authAttempts = 0
+    ): Effect.Effect<void, McpError.McpHttpError> =>
       Effect.gen(function*() {
         const id = isRequest(message) ? message.id : undefined
         const stale = staleTask(message)
@@ -333,13 +349,14 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         }
         const isInit = isRequest(message) && message.method === "initialize"
         const usedSession = sessionId
+        yield* oauth.refreshIfDue
         const response = yield* exchange(
           postTarget(),
           "POST",
           Span.withTraceparent(postHeaders(isInit), message),
           JSON.stringify(message)
         )
-        return yield* respond(message, response, usedSession, retried)
+        return yield* respond(message, response, usedSession, retried, authAttempts)
       }).pipe(Effect.scoped)
 
     /** Handles the answer to a POST of `message` (its body is read here, or released by the caller). */
@@ -347,7 +364,8 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       message: JsonRpc.Message,
       response: HttpExchange.Response,
       usedSession: string | undefined,
-      retried: boolean
+      retried: boolean,
+      authAttempts = 0
     ): Effect.Effect<void, McpError.McpHttpError> =>
       Effect.gen(function*() {
         const id = isRequest(message) ? message.id : undefined
@@ -355,6 +373,15 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         const status = response.statusCode ?? 0
         const session = HttpExchange.header(response, "mcp-session-id")
         if (isInit && session !== undefined) sessionId = session
+
+        if (oauth.handles(status, authAttempts)) {
+          // Unauthorized, or a scope to step up to: authorize (bounded), then send the message again.
+          const challenge = HttpExchange.header(response, "www-authenticate")
+          HttpExchange.release(response)
+          const refused = yield* oauth.answer(status, challenge)
+          if (refused !== undefined) return yield* fail(id, httpError(refused, status))
+          return yield* post(message, retried, authAttempts + 1)
+        }
 
         if (status === 404 && usedSession !== undefined && !isInit && !retried) {
           // The session expired: the spec says start a new one; we retry the message once.
@@ -592,7 +619,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       if (closed) return
       if (isRequest(message)) {
         if (message.method === "initialize") initialize = message
-        else if (gateOpen && !reinitializing && staleTask(message) === undefined) {
+        else if (gateOpen && !reinitializing && staleTask(message) === undefined && !oauth.due()) {
           const to = postTarget()
           if (!(to instanceof Error)) return postFast(message, to)
         }
@@ -663,6 +690,54 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
     )
 
     return { server, kind: "http", send, incoming } satisfies Service
+  })
+
+/** The transport's authorization: a static key, or an OAuth session's current token. */
+interface OAuthState {
+  bearer: Redacted.Redacted<string> | undefined
+  /** Whether a response with `status` is the session's to answer (after `attempts` tries). */
+  readonly handles: (status: number, attempts: number) => boolean
+  /** Answers a challenge: undefined when a new token is in place, else why not. */
+  readonly answer: (status: number, challenge: string | undefined) => Effect.Effect<string | undefined>
+  /** Renews the token before it expires (a no-op without OAuth). */
+  readonly refreshIfDue: Effect.Effect<void>
+  /** Whether the token is due for renewal (then messages take the Effect path, which renews it). */
+  readonly due: () => boolean
+}
+
+const oauthState = (
+  options: Options,
+  staticKey: Redacted.Redacted<string> | undefined,
+  log: (tag: McpLog.Tag, text: string) => Effect.Effect<void>
+): Effect.Effect<OAuthState> =>
+  Effect.gen(function*() {
+    const session = options.auth
+    const clock = yield* Effect.clock
+    const state: OAuthState = {
+      due: () => session !== undefined && session.due(clock.unsafeCurrentTimeMillis()),
+      bearer: staticKey,
+      handles: (status, attempts) =>
+        session !== undefined && (status === 401 || status === 403) && attempts < session.maxAttempts,
+      answer: (status, challenge) =>
+        session === undefined ? Effect.succeed("not authorized") : session.challenge(status, challenge).pipe(
+          Effect.map((token) => {
+            state.bearer = Redacted.make(token)
+            return undefined
+          }),
+          // The reason goes into the request's error (logging it too would say it twice).
+          Effect.catchAll((error) => Effect.succeed(error.message))
+        ),
+      refreshIfDue: session === undefined ? Effect.void : session.token.pipe(
+        Effect.map((token) => {
+          if (token !== undefined && (state.bearer === undefined || Redacted.value(state.bearer) !== token)) {
+            state.bearer = Redacted.make(token)
+          }
+        }),
+        Effect.catchAll((error) => log("warning", error.message))
+      )
+    }
+    yield* state.refreshIfDue
+    return state
   })
 
 /** The HTTP transport as a scoped layer. */

@@ -26,6 +26,9 @@ export * as McpEvents from "./McpEvents.js"
 /** Diagnostic lines of a connection and the sink they go to. */
 export * as McpLog from "./McpLog.js"
 
+/** OAuth 2.1 for HTTP servers: discovery, registration, grants, refresh, step-up (on oauth4webapi). */
+export * as OAuth from "./OAuth.js"
+
 /** Checks `structuredContent` against a tool's `outputSchema`. */
 export * as OutputSchema from "./OutputSchema.js"
 

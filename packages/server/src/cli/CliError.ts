@@ -45,6 +45,9 @@ export const hintFor = (error: unknown): string | undefined => {
       return `skald: store it with \`skald secret set ${field(error, "variable")}\` (the value is read from stdin)`
     case "UnknownServer":
       return "skald: `skald mcp list` shows the registered servers"
+    case "OAuthRefreshFailed":
+    case "OAuthError":
+      return `skald: authorize it again with \`skald mcp login ${field(error, "server")}\``
     case "ServerNotConnected":
       return `skald: \`skald mcp list\` shows its status; \`skald mcp logs ${field(error, "server")}\` its log`
     case "StartTimeout":

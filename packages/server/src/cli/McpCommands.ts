@@ -250,6 +250,23 @@ const rm = Command.make("rm", nameConfig, Lazy.handler(() => import("./McpHandle
   }))
 )
 
+const login = Command.make("login", nameConfig, Lazy.handler(() => import("./McpHandlers.js"), (m) => m.login)).pipe(
+  Command.withDescription(Help.about({
+    summary:
+      "Authorize an HTTP server (OAuth 2.1): prints the authorization URL and waits for its redirect on 127.0.0.1.",
+    usage: ["skald mcp login [options] NAME"],
+    examples: ["skald mcp login notion"]
+  }))
+)
+
+const logout = Command.make("logout", nameConfig, Lazy.handler(() => import("./McpHandlers.js"), (m) => m.logout)).pipe(
+  Command.withDescription(Help.about({
+    summary: "Forget an HTTP server's OAuth tokens and registered client (the next connection asks again).",
+    usage: ["skald mcp logout [options] NAME"],
+    examples: ["skald mcp logout notion"]
+  }))
+)
+
 const logsConfig = {
   name: serverName,
   follow: Options.boolean("follow").pipe(
@@ -302,5 +319,19 @@ export const command = Command.make("mcp").pipe(
     usage: ["skald mcp COMMAND [options]"],
     examples: ["skald mcp add weather -- node weather.js", "skald mcp list"]
   })),
-  Command.withSubcommands([add, show, list, tools, call, toggle(true), toggle(false), restart, rm, logs, importFile])
+  Command.withSubcommands([
+    add,
+    show,
+    list,
+    tools,
+    call,
+    toggle(true),
+    toggle(false),
+    restart,
+    rm,
+    login,
+    logout,
+    logs,
+    importFile
+  ])
 )

@@ -19,6 +19,7 @@ import type * as Connector from "../host/Connector.js"
 import { UnknownServer } from "../host/HostError.js"
 import { McpServerRepo } from "../host/McpServerRepo.js"
 import * as MediaStore from "../host/MediaStore.js"
+import * as OAuthTokens from "../host/OAuthTokens.js"
 import * as OneOffConnection from "../host/OneOffConnection.js"
 import { Paths } from "../host/Paths.js"
 import * as Registration from "../host/Registration.js"
@@ -305,6 +306,32 @@ export const rm = ({ home, name }: NameArgs) =>
       if (Option.isNone(removed)) return yield* new UnknownServer({ name })
       const secrets = removed.value.length === 0 ? "" : ` and its stored secrets ${removed.value.join(", ")}`
       yield* stderr(`skald: removed '${name}'${secrets}`)
+    })
+  )
+
+/** `skald mcp login`: the URL on stdout (alone on its line), what to do on stderr. */
+export const login = ({ home, name }: NameArgs) =>
+  Host.run(
+    home,
+    Effect.scoped(Effect.gen(function*() {
+      const authorizer = yield* OAuthTokens.loopbackAuthorizer(
+        (url) =>
+          stderr(`skald: open this URL in a browser to authorize '${name}':`).pipe(Effect.zipRight(stdout(url.href))),
+        undefined,
+        name
+      )
+      yield* OAuthTokens.login(name, authorizer)
+      yield* stderr(`skald: authorized '${name}'; its tokens are in the secret store`)
+    }))
+  )
+
+/** `skald mcp logout`. */
+export const logout = ({ home, name }: NameArgs) =>
+  Host.run(
+    home,
+    Effect.gen(function*() {
+      const had = yield* OAuthTokens.logout(name)
+      yield* stderr(had ? `skald: forgot the OAuth tokens of '${name}'` : `skald: '${name}' had no OAuth tokens`)
     })
   )
 

@@ -11,6 +11,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Path from "node:path"
 import { UsageError } from "./CliError.js"
+import { stderr } from "./Io.js"
 import * as Settings from "./Settings.js"
 import { type Http, ServerCommandLine } from "./Target.js"
 
@@ -45,7 +46,11 @@ export const clientLayer = (target: Http) =>
       // The transport brings its own HTTP (pooled keep-alive node:http): no HttpClient layer to provide.
       // Loaded only for --http: node:http and node:https cost a stdio command ~2 MB at its peak.
       const HttpTransport = yield* Effect.promise(() => import("@skald/mcp/HttpTransport"))
-      return HttpTransport.layerClient({ server: new URL(url).host, url, apiKey }, clientOptions)
+      const server = new URL(url).host
+      if (apiKey !== undefined) return HttpTransport.layerClient({ server, url, apiKey }, clientOptions)
+      // No key: a server that answers 401 gets the OAuth flow (tokens in memory, for this run only).
+      const OAuthTokens = yield* Effect.promise(() => import("../host/OAuthTokens.js"))
+      return OAuthTokens.adHocClientLayer(server, url, clientOptions, (line) => stderr(line))
     }
     if (Option.isSome(target.apiKeyEnv)) {
       return yield* new UsageError({ message: "--api-key-env goes with --http" })

@@ -6,11 +6,12 @@
  * @since 0.1.0
  */
 import type { McpError, McpServerEntry } from "@skald/domain"
-import { HttpTransport, McpClient, McpEvents, McpLog, StdioTransport, Transport } from "@skald/mcp"
+import { HttpTransport, McpClient, McpEvents, McpLog, type OAuth, StdioTransport, Transport } from "@skald/mcp"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { type SecretStoreError, StartTimeout, type UnknownSecretReference } from "./HostError.js"
+import * as OAuthTokens from "./OAuthTokens.js"
 import { type Resolved, SecretStore } from "./SecretStore.js"
 
 /** How patiently to connect and call. */
@@ -34,6 +35,8 @@ export interface Sinks {
   readonly events?: McpEvents.Sink | undefined
   /** Told a stdio server's pid as soon as it is spawned, before it initializes. */
   readonly spawned?: ((pid: number) => Effect.Effect<void>) | undefined
+  /** An HTTP server's OAuth session (OAuthTokens.session): asked on 401/403. */
+  readonly auth?: OAuth.Session | undefined
 }
 
 /** A connected server. */
@@ -65,7 +68,7 @@ export const connectResolved = (
         stdinGrace: options.stdinGrace,
         termGrace: options.termGrace
       })
-      : yield* HttpTransport.make({ server, url: resolved.url, apiKey: resolved.apiKey })
+      : yield* HttpTransport.make({ server, url: resolved.url, apiKey: resolved.apiKey, auth: sinks.auth })
     if (sinks.spawned !== undefined && transport.pid !== undefined) yield* sinks.spawned(transport.pid)
     const client = yield* McpClient.make(clientOptions).pipe(Effect.provideService(Transport.Transport, transport))
     return { client, pid: transport.pid }
@@ -78,6 +81,15 @@ export const connectResolved = (
     })
   )
 
+/** An HTTP server without an api key gets an OAuth session (it acts only on a 401/403). */
+export const oauthFor = (
+  server: string,
+  resolved: Resolved
+): Effect.Effect<OAuth.Session | undefined, never, SecretStore> =>
+  resolved._tag === "http" && resolved.apiKey === undefined
+    ? OAuthTokens.session(server, resolved.url)
+    : Effect.succeed(undefined)
+
 /** Resolves the entry's `${VAR}` references and connects, within the start timeout. */
 export const connect = (
   entry: McpServerEntry.McpServerEntry,
@@ -86,5 +98,6 @@ export const connect = (
 ): Effect.Effect<Connection, ConnectError, SecretStore | Scope.Scope> =>
   Effect.gen(function*() {
     const resolved = yield* (yield* SecretStore).resolve(entry.name, entry.config)
-    return yield* connectResolved(entry.name, resolved, options, sinks(resolved.secrets))
+    const auth = yield* oauthFor(entry.name, resolved)
+    return yield* connectResolved(entry.name, resolved, options, { ...sinks(resolved.secrets), auth })
   })

@@ -330,7 +330,9 @@ const make = (
         // The process group and its leader's start time, recorded as soon as it is spawned: what the
         // next host needs to find it if this one is killed (even while it is still starting).
         let group: { pid?: number; pgid?: number; startTime?: number } = {}
+        const auth = yield* Connector.oauthFor(name, resolved).pipe(Effect.provideService(SecretStore, secretStore))
         const connection = yield* Connector.connectResolved(name, resolved, connectOptions, {
+          auth,
           log: logs.sink(name, resolved.secrets),
           events: recorder.sink,
           spawned: (pid) => {

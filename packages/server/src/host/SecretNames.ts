@@ -59,6 +59,9 @@ export const legacySecretNameFor = (server: string, field: string): string => {
 /** The field of an HTTP server's api key, in moved secrets' names. */
 export const API_KEY_FIELD = "API_KEY"
 
+/** The field of an HTTP server's OAuth tokens and registered client (OAuthTokens.ts), in secret names. */
+export const OAUTH_FIELD = "OAUTH"
+
 /** Each field of a config that holds a secret reference: `API_KEY` → the api key, an env key → its value. */
 export const secretFields = (
   config: ServerConfig.ServerConfig

@@ -14,7 +14,7 @@ import * as Option from "effect/Option"
 import type { CorruptRow, DatabaseError, InvalidSecretName, SecretStoreError } from "./HostError.js"
 import { McpServerRepo } from "./McpServerRepo.js"
 import * as Rows from "./Rows.js"
-import { legacySecretNameFor, references, secretFields, secretNameFor } from "./SecretNames.js"
+import { legacySecretNameFor, OAUTH_FIELD, references, secretFields, secretNameFor } from "./SecretNames.js"
 import { SecretStore } from "./SecretStore.js"
 
 /** `entry` with the template of `field` replaced. */
@@ -186,5 +186,14 @@ export const unregister = (
     const repo = yield* McpServerRepo
     const entry = yield* repo.get(name)
     if (Option.isNone(entry) || !(yield* repo.remove(name))) return Option.none()
-    return Option.some(yield* prune(entry.value))
+    const removed = [...yield* prune(entry.value)]
+    // Its OAuth tokens and registered client (OAuthTokens.ts) go with it.
+    const oauth = secretNameFor(name, OAUTH_FIELD)
+    const gone = yield* (yield* SecretStore).remove(oauth).pipe(
+      Effect.catchAll((error) =>
+        Effect.as(Effect.logWarning(`could not remove the secret ${oauth} of '${name}': ${error.message}`), false)
+      )
+    )
+    if (gone) removed.push(oauth)
+    return Option.some(removed as ReadonlyArray<string>)
   }).pipe(Effect.withSpan("ServerSecrets.unregister", { attributes: { "mcp.server": name } }))

@@ -1,0 +1,144 @@
+/**
+ * `skald mcp login|logout` with the real binary against the loopback authorization server
+ * (fixtures/oauth-http.ts): login prints the URL and takes the redirect on 127.0.0.1; the tokens
+ * end up in the secret store and nowhere else under the home (the marker every token and secret
+ * carries is searched in every file, the database included); `mcp call` uses them; logout
+ * forgets them.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { runSkald, skald } from "./cli-support.js"
+import { fixture } from "./fixtures/fixtures.js"
+import { makeHome } from "./host-support.js"
+
+const MARKER = "SKALD-OAUTH-MARKER"
+
+/** The files under `dir` whose bytes contain `needle`. */
+const filesContaining = (dir: string, needle: string): Array<string> =>
+  (Fs.readdirSync(dir, { recursive: true }) as Array<string>)
+    .map((entry) => Path.join(dir, entry))
+    .filter((file) => Fs.lstatSync(file).isFile() && Fs.readFileSync(file).includes(needle))
+
+/** Starts the fixture; resolves with its URL and a stop function. */
+const startFixture = (): Promise<{ url: string; stop: () => void }> =>
+  new Promise((resolve, reject) => {
+    const command = fixture("oauth-http")
+    const child = spawn(command.command, [...command.args], { cwd: command.cwd, stdio: ["ignore", "pipe", "inherit"] })
+    let out = ""
+    child.stdout!.on("data", (d: Buffer) => {
+      out += d.toString()
+      const m = /^(http:\/\/127\.0\.0\.1:\d+\/mcp)\n/.exec(out)
+      if (m !== null) resolve({ url: m[1]!, stop: () => child.kill("SIGTERM") })
+    })
+    child.on("exit", (code) => reject(new Error(`the fixture exited with ${code}`)))
+  })
+
+/**
+ * Runs `skald ARGS`, following the authorization URL it prints (on `stream`) as a browser would;
+ * resolves with its exit and output.
+ */
+const runFollowing = (
+  home: string,
+  args: ReadonlyArray<string>,
+  stream: "stdout" | "stderr"
+): Promise<{ status: number | null; stdout: string; stderr: string }> =>
+  new Promise((resolve) => {
+    const child = spawn(process.execPath, [skald, ...args], {
+      env: { ...process.env, SKALD_HOME: home },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    const text = { stdout: "", stderr: "" }
+    let followed = false
+    for (const name of ["stdout", "stderr"] as const) {
+      child[name]!.on("data", (d: Buffer) => {
+        text[name] += d.toString()
+        const line = text[stream].split("\n").find((l) => l.startsWith("http://"))
+        if (name === stream && line !== undefined && !followed) {
+          followed = true
+          // The authorization server approves at once and redirects to the loopback callback.
+          void fetch(line.trim()).then((r) => r.text())
+        }
+      })
+    }
+    child.on("exit", (status) => resolve({ status, ...text }))
+  })
+
+const login = (home: string, name: string) => runFollowing(home, ["mcp", "login", name], "stdout")
+
+describe("skald mcp login and logout", () => {
+  it("login stores the tokens in the secret store only; call uses them; logout forgets them", async () => {
+    const home = makeHome()
+    const server = await startFixture()
+    try {
+      const env = { SKALD_HOME: home }
+      const added = await runSkald(["mcp", "add", "guarded", "--http", server.url], { env })
+      assert.strictEqual(added.status, 0, added.stderr)
+
+      const done = await login(home, "guarded")
+      assert.strictEqual(done.status, 0, done.stderr)
+      assert.include(done.stderr, "authorized 'guarded'")
+      assert.notInclude(done.stderr, MARKER)
+
+      const called = await runSkald(["mcp", "call", "guarded", "echo", "--args", "{\"message\":\"hi\"}"], { env })
+      assert.strictEqual(called.status, 0, called.stderr)
+      assert.include(called.stdout, "hi")
+      assert.notInclude(called.stdout + called.stderr, MARKER)
+
+      // The tokens and the registered client's secret: in the secret store's one file, nowhere else.
+      const secretsDir = Path.join(home, "secrets")
+      const holding = filesContaining(home, MARKER)
+      assert.isAbove(holding.length, 0)
+      for (const file of holding) assert.isTrue(file.startsWith(secretsDir + Path.sep), `${file} holds a token`)
+      for (const file of holding) assert.strictEqual(Fs.statSync(file).mode & 0o777, 0o600)
+
+      const out = await runSkald(["mcp", "logout", "guarded"], { env })
+      assert.strictEqual(out.status, 0, out.stderr)
+      assert.include(out.stderr, "forgot the OAuth tokens of 'guarded'")
+      assert.deepStrictEqual(filesContaining(home, MARKER), [])
+    } finally {
+      server.stop()
+      Fs.rmSync(home, { recursive: true, force: true })
+    }
+  }, 120_000)
+
+  it("mcp rm deletes the server's OAuth tokens with it", async () => {
+    const home = makeHome()
+    const server = await startFixture()
+    try {
+      const env = { SKALD_HOME: home }
+      assert.strictEqual((await runSkald(["mcp", "add", "guarded", "--http", server.url], { env })).status, 0)
+      const done = await login(home, "guarded")
+      assert.strictEqual(done.status, 0, done.stderr)
+      assert.isAbove(filesContaining(home, MARKER).length, 0)
+      const removed = await runSkald(["mcp", "rm", "guarded"], { env })
+      assert.strictEqual(removed.status, 0, removed.stderr)
+      assert.include(removed.stderr, "MCP_GUARDED__OAUTH")
+      assert.deepStrictEqual(filesContaining(home, MARKER), [])
+    } finally {
+      server.stop()
+      Fs.rmSync(home, { recursive: true, force: true })
+    }
+  }, 120_000)
+
+  it("the ad-hoc `skald call --http URL` runs the flow too, keeping nothing", async () => {
+    const home = makeHome()
+    const server = await startFixture()
+    try {
+      const r = await runFollowing(
+        home,
+        ["call", "echo", "--http", server.url, "--args", "{\"message\":\"hi\"}"],
+        "stderr"
+      )
+      assert.strictEqual(r.status, 0, r.stderr)
+      assert.include(r.stderr, "asks for authorization")
+      assert.include(r.stdout, "hi")
+      assert.notInclude(r.stdout + r.stderr, MARKER)
+      assert.deepStrictEqual(Fs.existsSync(home) ? filesContaining(home, MARKER) : [], [])
+    } finally {
+      server.stop()
+      Fs.rmSync(home, { recursive: true, force: true })
+    }
+  }, 120_000)
+})

@@ -179,7 +179,9 @@ const setup = (s: Settings, home: string) =>
     const agentWith = (model: LanguageModel.Service) =>
       Effect.map(
         Layer.build(
-          Agent.Default({ agentsDir: Path.join(root, "agents") }).pipe(
+          // The echo server's tools offered from round 1 (no activate_tools round): the loop's own
+          // time per round is the figure, lazy loading's cost is bench/agent-tokens.ts's.
+          Agent.Default({ agentsDir: Path.join(root, "agents"), alwaysOffered: "all" }).pipe(
             Layer.provideMerge(ChatStore.Default),
             Layer.provide(Layer.succeed(LanguageModel.LanguageModel, model)),
             Layer.provide(Layer.succeedContext(managerContext))

@@ -41,6 +41,7 @@ import type * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import { retryAfterMillis } from "./internal/retryAfter.js"
 
 /** How to reach the model (the same shape as the OpenAI-compatible provider's). */
 export interface Options {
@@ -83,11 +84,8 @@ export const isRetryableStatus = (status: number): boolean => status === 408 || 
  * undefined when absent or unreadable.
  */
 export const retryAfter = (value: string | undefined, now: number): Duration.Duration | undefined => {
-  if (value === undefined) return undefined
-  const trimmed = value.trim()
-  if (/^\d+(\.\d+)?$/.test(trimmed)) return Duration.millis(Math.round(Number(trimmed) * 1000))
-  const date = Date.parse(trimmed)
-  return Number.isNaN(date) ? undefined : Duration.millis(Math.max(0, date - now))
+  const ms = retryAfterMillis({ "retry-after": value }, now)
+  return ms === undefined ? undefined : Duration.millis(ms)
 }
 
 /** Anthropic's error body: `{"type":"error","error":{"type":…,"message":…}}`. */

@@ -239,23 +239,8 @@ export const bodyMessage = (body: string): string | undefined => {
 /** `JSON.parse`, as an `Either`. */
 export const parseJson = (text: string): Either.Either<unknown, unknown> => Either.try(() => JSON.parse(text))
 
-/**
- * The delay a server asks for, in milliseconds: `retry-after-ms` (OpenAI, Azure), else
- * `Retry-After` as seconds or as an HTTP date (relative to `now`); `undefined` when absent or
- * unreadable.
- */
-export const retryAfterMillis = (
-  headers: Readonly<Record<string, string | undefined>>,
-  now: number
-): number | undefined => {
-  const ms = headers["retry-after-ms"]
-  if (ms !== undefined && /^\s*\d+(\.\d+)?\s*$/.test(ms)) return Math.ceil(Number(ms))
-  const value = headers["retry-after"]
-  if (value === undefined) return undefined
-  if (/^\s*\d+(\.\d+)?\s*$/.test(value)) return Math.ceil(Number(value) * 1000)
-  const date = Date.parse(value)
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
-}
+/** The delay a server asks for (shared with the Anthropic provider). */
+export { retryAfterMillis } from "./retryAfter.js"
 
 // -----------------------------------------------------------------------------
 // Stream

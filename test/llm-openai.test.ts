@@ -5,14 +5,15 @@
  * quirk, an abort, 429 with Retry-After, 5xx, a mid-stream error, a connection reset.
  */
 import * as AiError from "@effect/ai/AiError"
-import type * as LanguageModel from "@effect/ai/LanguageModel"
+import * as LanguageModel from "@effect/ai/LanguageModel"
 import * as Prompt from "@effect/ai/Prompt"
-import type * as Response from "@effect/ai/Response"
+import * as Response from "@effect/ai/Response"
 import * as Toolkit from "@effect/ai/Toolkit"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as JsonSchemaTool from "@skald/server/agent/llm/JsonSchemaTool"
 import * as OpenAiCompatible from "@skald/server/agent/llm/OpenAiCompatible"
+import * as StreamParts from "@skald/server/agent/llm/StreamParts"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
@@ -814,4 +815,81 @@ describe("OpenAiCompatible stream folding", () => {
       }).pipe(Effect.scoped, TestServices.provideLive),
     { fastCheck: { numRuns: 25 } }
   )
+})
+
+// -----------------------------------------------------------------------------
+// The raw parts the turn loop reads (StreamParts.ts)
+// -----------------------------------------------------------------------------
+
+describe("OpenAiCompatible's raw parts (StreamParts)", () => {
+  const raw = (lm: LanguageModel.Service, prompt: Prompt.RawInput) =>
+    StreamParts.of(lm)({ prompt: Prompt.make(prompt), tools: [weather, time] }).pipe(
+      Stream.runCollect,
+      Effect.map(Chunk.toArray)
+    )
+
+  it.scopedLive("the provider's own parts, not decoded by @effect/ai: the same calls, usage and request", () =>
+    Effect.gen(function*() {
+      const reply = ModelStandin.toolCalls([{ id: "call_w", name: "get_weather", arguments: { city: "Oslo" } }], {
+        text: "Let me look.",
+        usage: { prompt_tokens: 21, completion_tokens: 4 }
+      })
+      const standin = yield* ModelStandin.start([reply, reply])
+      const lm = yield* model(standin.url)
+      assert.isTrue(StreamParts.isRaw(lm))
+      const prompt: Prompt.RawInput = [{ role: "user", content: "Weather in Oslo?" }]
+      const parts = yield* raw(lm, prompt)
+      const decoded = yield* streamAll(lm, prompt)
+      assert.strictEqual(textOf(parts as Array<Part>), "Let me look.")
+      assert.deepStrictEqual(callsOf(parts as Array<Part>), callsOf(decoded))
+      assert.deepStrictEqual(callsOf(parts as Array<Part>), [
+        { id: "call_w", name: "get_weather", params: { city: "Oslo" } }
+      ])
+      const finish = parts.find((part) => part.type === "finish")
+      assert.isDefined(finish)
+      // Encoded: a plain usage object (streamText's decode makes a `Response.Usage`).
+      assert.notInstanceOf((finish as Response.FinishPartEncoded).usage, Response.Usage)
+      assert.instanceOf(finishOf(decoded).usage, Response.Usage)
+      assert.strictEqual((finish as Response.FinishPartEncoded).reason, "tool-calls")
+      assert.strictEqual((finish as Response.FinishPartEncoded).usage.inputTokens, 21)
+      assert.strictEqual((finish as Response.FinishPartEncoded).usage.outputTokens, 4)
+      // Both requests asked the same: the tools, streaming.
+      assert.deepStrictEqual(standin.requests[0]!.body, standin.requests[1]!.body)
+      assert.deepStrictEqual(standin.requests[0]!.body.tools.map((t: any) => t.function.name), [
+        "get_weather",
+        "get_time"
+      ])
+    }))
+
+  it.scopedLive("a call of a tool that was not offered, or with arguments not an object, is MalformedOutput", () =>
+    Effect.gen(function*() {
+      const standin = yield* ModelStandin.start([
+        ModelStandin.toolCalls([{ name: "rm_rf", arguments: {} }]),
+        ModelStandin.toolCalls([{ name: "get_time", arguments: [1, 2] }])
+      ])
+      const lm = yield* model(standin.url)
+      const prompt: Prompt.RawInput = [{ role: "user", content: "hi" }]
+      const unknown = failureOf(yield* Effect.exit(raw(lm, prompt)))
+      assert.instanceOf(unknown, AiError.MalformedOutput)
+      assert.include(unknown.message, "rm_rf, a tool it was not given")
+      const notObject = failureOf(yield* Effect.exit(raw(lm, prompt)))
+      assert.instanceOf(notObject, AiError.MalformedOutput)
+      assert.include(notObject.message, "not a JSON object")
+    }))
+
+  it.effect("a LanguageModel without raw parts is read through streamText (decoded)", () =>
+    Effect.gen(function*() {
+      const plain = yield* LanguageModel.make({
+        streamText: () =>
+          Stream.fromIterable<Response.StreamPartEncoded>([
+            { type: "tool-call", id: "c1", name: "get_time", params: { city: "Rome" } },
+            { type: "finish", reason: "tool-calls", usage: { inputTokens: 1, outputTokens: 2, totalTokens: 3 } }
+          ]),
+        generateText: () => Effect.succeed([])
+      })
+      assert.isFalse(StreamParts.isRaw(plain))
+      const parts = yield* raw(plain, [{ role: "user", content: "time?" }])
+      assert.deepStrictEqual(callsOf(parts as Array<Part>), [{ id: "c1", name: "get_time", params: { city: "Rome" } }])
+      assert.instanceOf((parts.find((p) => p.type === "finish") as Response.FinishPart).usage, Response.Usage)
+    }))
 })

@@ -4,11 +4,15 @@
  * gives one, or a `Stream` — e.g. one that never ends) and records the request (its prompt and
  * tool names). `generateText` plays the same round and collects it. A request past the script's
  * end fails the test (dies) rather than inventing an answer.
+ *
+ * Like the providers, it hands its parts over raw too (`StreamParts.withStreamParts`): the turn loop
+ * reads them so, as it reads a provider's; embedders' `streamText` goes through `@effect/ai`'s decode.
  */
 import * as AiError from "@effect/ai/AiError"
 import * as LanguageModel from "@effect/ai/LanguageModel"
 import * as Prompt from "@effect/ai/Prompt"
 import type * as Response from "@effect/ai/Response"
+import * as StreamParts from "@skald/server/agent/llm/StreamParts"
 import { Chunk, Effect, Layer, Ref, Schema, Stream } from "effect"
 
 /** One round: parts, a function of the request giving them, or a stream of them. */
@@ -109,7 +113,11 @@ export const make = (script: ReadonlyArray<Round>) =>
           Effect.map((chunk) => Chunk.toArray(chunk) as Array<Response.PartEncoded>)
         )
     })
-    return { service, recorded: Ref.get(recorded), rounds: Ref.get(cursor) }
+    return {
+      service: StreamParts.withStreamParts(service, (options) => Stream.unwrap(next(options))),
+      recorded: Ref.get(recorded),
+      rounds: Ref.get(cursor)
+    }
   })
 
 /** The model as a layer, and what it was asked (read it inside the test). */

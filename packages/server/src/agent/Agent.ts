@@ -20,8 +20,6 @@
 import type * as AiError from "@effect/ai/AiError"
 import * as LanguageModel from "@effect/ai/LanguageModel"
 import * as Prompt from "@effect/ai/Prompt"
-import type * as Response from "@effect/ai/Response"
-import type * as Toolkit from "@effect/ai/Toolkit"
 import { ToolResult, TurnEvent } from "@skald/domain"
 import type { McpClient } from "@skald/mcp"
 import * as Cause from "effect/Cause"
@@ -48,6 +46,7 @@ import { ChatStore, type Session } from "./ChatStore.js"
 import { Grants, type Scope as GrantScope, sessionScope } from "./Grants.js"
 import * as History from "./History.js"
 import * as JsonSchemaTool from "./llm/JsonSchemaTool.js"
+import * as StreamParts from "./llm/StreamParts.js"
 import * as ToolNames from "./llm/ToolNames.js"
 import * as McpList from "./McpList.js"
 import * as ActivateTools from "./tools/ActivateTools.js"
@@ -134,8 +133,6 @@ export interface RunInput {
 
 const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/
 
-type Tools = Record<string, JsonSchemaTool.JsonSchemaTool>
-
 interface Running {
   readonly stop: Deferred.Deferred<void>
   readonly ended: Deferred.Deferred<void>
@@ -164,7 +161,10 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
       // The built-in tools' services (agent/tools/*).
       const services = yield* Effect.context<Grants | McpManager | McpServerRepo | Registration | SecretStore>()
       const maxDepth = options.maxDepth ?? DispatchAgent.DEFAULT_MAX_DEPTH
-      const model = yield* LanguageModel.LanguageModel
+      // The provider's parts as it builds them, without @effect/ai's per-request decode (StreamParts.ts).
+      const streamParts = StreamParts.of(yield* LanguageModel.LanguageModel)
+      // A tool's `@effect/ai` form, kept while its definition is the same object (the manager's list).
+      const toolCache = new Map<string, { readonly source: unknown; readonly tool: JsonSchemaTool.JsonSchemaTool }>()
       const agentsDir = options.agentsDir ??
         (yield* Config.string("SKALD_AGENTS_DIR").pipe(Config.withDefault(repositoryAgentsDir())))
       const maxRounds = options.maxRounds ?? defaults.maxRounds
@@ -241,18 +241,22 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
                 inputSchema: t.tool.inputSchema
               }))
             ]
-            const names = ToolNames.make(tools.map((t) => t.name))
-            const record: Tools = {}
-            for (const t of tools) {
+            const mcpNames = tools.map((t) => t.name)
+            const names = ToolNames.make(mcpNames)
+            const offered = tools.map((t) => {
               const name = names.toProvider(t.name)
-              record[name] = JsonSchemaTool.fromJsonSchema(name, t.description, t.inputSchema)
-            }
-            const toolkit: Toolkit.WithHandler<Tools> = {
-              tools: record,
-              // Never called: the loop runs the calls itself (disableToolCallResolution).
-              handle: () => Effect.dieMessage("the turn loop runs tool calls itself")
-            }
-            return { toolkit, names, mcpNames: tools.map((t) => t.name), round }
+              const cached = toolCache.get(name)
+              if (
+                cached !== undefined && cached.source === t.inputSchema && cached.tool.description === t.description
+              ) {
+                return cached.tool
+              }
+              const tool = JsonSchemaTool.fromJsonSchema(name, t.description, t.inputSchema)
+              toolCache.set(name, { source: t.inputSchema, tool })
+              return tool
+            })
+            // The tool set decides the provider names (ToolNames.make is a function of it).
+            return { tools: offered, names, namesKey: mcpNames.join("\u0000"), mcpNames, round }
           }
         )
 
@@ -270,8 +274,10 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             yield* emit(TurnEvent.ToolStarted.make({ callId: call.callId, name: call.name, arguments: call.arguments }))
             const exit = yield* restore(
               (round.builtins.has(call.name)
-                ? Effect.map(builtin(call, frame, round), (text): ToolResult.ToolResult =>
-                  ToolResult.TextResult.make({ text }))
+                ? Effect.map(
+                  builtin(call, frame, round),
+                  (text): ToolResult.ToolResult => ToolResult.TextResult.make({ text })
+                )
                 : manager.call(call.name, call.arguments as McpClient.JsonObject) as Effect.Effect<
                   ToolResult.ToolResult,
                   unknown
@@ -291,8 +297,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
                 )
             ).pipe(Effect.exit)
             const outcome = Exit.match(exit, {
-              onSuccess: (done) =>
-                done,
+              onSuccess: (done) => done,
               onFailure: (cause) =>
                 Cause.isInterruptedOnly(cause)
                   ? {
@@ -370,8 +375,19 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
           let text = ""
           let retriesLeft = malformedRetries
           let note: string | undefined = undefined
+          // `messages` under the provider's tool names, renamed once: appended to while the tool set
+          // (hence the names) stays the same, renamed anew when it changes.
+          let sent: Array<Prompt.Message> = []
+          let sentKey: string | undefined = undefined
           for (let round = 1; round <= maxRounds; round++) {
-            const { mcpNames, names, round: catalog, toolkit } = yield* toolkitOf(frame)
+            const { mcpNames, names, namesKey, round: catalog, tools } = yield* toolkitOf(frame)
+            if (namesKey !== sentKey) {
+              sent = []
+              sentKey = namesKey
+            }
+            for (let i = sent.length; i < messages.length; i++) {
+              sent.push(History.withToolNames(messages[i]!, names.toProvider))
+            }
             // `<!-- MCP_LIST -->`, rendered for this round's grants (docs/agent.md).
             const system = History.system(
               yield* Catalog.systemPrompt(systemText, catalog).pipe(Effect.provide(services))
@@ -381,10 +397,9 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             kept.cancelled = []
             const streamed: Array<History.ToolCall> = []
             const asked = note === undefined ? system : History.system(`${system.content}\n\n${note}`)
-            const stream: Stream.Stream<Response.StreamPart<Tools>, AiError.AiError> = model.streamText({
-              prompt: Prompt.fromMessages([asked, ...messages.map((m) => History.withToolNames(m, names.toProvider))]),
-              toolkit,
-              disableToolCallResolution: true
+            const stream: Stream.Stream<StreamParts.Part, AiError.AiError> = streamParts({
+              prompt: Prompt.fromMessages([asked, ...sent]),
+              tools
             })
             // The stream is interruptible; what follows it (persisting the message) is not, so a stop
             // keeps either the partial message (below) or the whole one.
@@ -397,7 +412,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
                         kept.text += part.delta
                         return emit(TurnEvent.TextDelta.make({ text: part.delta }))
                       case "tool-call":
-                        if (!part.providerExecuted) {
+                        if (part.providerExecuted !== true) {
                           streamed.push({
                             id: part.id,
                             name: names.fromProvider(part.name) ?? part.name,
@@ -541,14 +556,14 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             return next
           }).pipe(Effect.zipRight(Deferred.succeed(entry.ended, undefined)))
           yield* Effect.acquireRelease(
-            Ref.modify(running, (map): [boolean, ReadonlyMap<string, Running>] =>
-              map.has(chat.id) ? [false, map] : [true, new Map(map).set(chat.id, entry)]).pipe(
-                Effect.filterOrFail((acquired) =>
-                  acquired, () =>
-                  new SessionBusy({ sessionId: chat.id }))
-              ),
-            () =>
-              release
+            Ref.modify(
+              running,
+              (map): [boolean, ReadonlyMap<string, Running>] =>
+                map.has(chat.id) ? [false, map] : [true, new Map(map).set(chat.id, entry)]
+            ).pipe(
+              Effect.filterOrFail((acquired) => acquired, () => new SessionBusy({ sessionId: chat.id }))
+            ),
+            () => release
           )
           const mailbox = yield* Mailbox.make<TurnEvent.TurnEvent>()
           yield* turn(chat, prompt, input.message, entry.stop, (event) => Effect.asVoid(mailbox.offer(event))).pipe(

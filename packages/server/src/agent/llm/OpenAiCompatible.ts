@@ -14,7 +14,8 @@
  * - Every failure is an `AiError` carrying the provider's own message; the API key is sent as a
  *   bearer token and redacted from errors and spans, as are the extra `headers`.
  *
- * `generateText` collects the same stream (one code path for quirks, retries and errors).
+ * `generateText` collects the same stream (one code path for quirks, retries and errors); the turn
+ * loop reads it raw, without `@effect/ai`'s per-request decode (`StreamParts.of`, StreamParts.ts).
  *
  * @since 0.1.0
  */
@@ -44,6 +45,7 @@ import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Wire from "./internal/openAiWire.js"
+import * as StreamParts from "./StreamParts.js"
 
 /** How to reach an OpenAI-compatible chat-completions server. */
 export interface Options {
@@ -361,7 +363,7 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
         )
       }).pipe(Stream.unwrap)
 
-    return yield* LanguageModel.make({
+    const service = yield* LanguageModel.make({
       streamText: (providerOptions) => stream("streamText", providerOptions),
       generateText: (providerOptions) =>
         stream("generateText", providerOptions).pipe(
@@ -369,6 +371,8 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
           Effect.map((parts) => Wire.collect(parts))
         )
     })
+    // The turn loop reads these parts as they are built (StreamParts.ts), without @effect/ai's decode.
+    return StreamParts.withStreamParts(service, (providerOptions) => stream("streamText", providerOptions))
   })
 
 /** The `LanguageModel` layer for `options`. */

@@ -48,6 +48,7 @@
  * first token (medians). The MCP server runs on CPU 1 when the bench pins (bench/machine.ts).
  */
 import * as LanguageModel from "@effect/ai/LanguageModel"
+import * as Prompt from "@effect/ai/Prompt"
 import * as Response from "@effect/ai/Response"
 import type * as Toolkit from "@effect/ai/Toolkit"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
@@ -57,6 +58,7 @@ import { Agent } from "@skald/server/agent/Agent"
 import { ChatStore } from "@skald/server/agent/ChatStore"
 import * as JsonSchemaTool from "@skald/server/agent/llm/JsonSchemaTool"
 import * as OpenAiCompatible from "@skald/server/agent/llm/OpenAiCompatible"
+import * as StreamParts from "@skald/server/agent/llm/StreamParts"
 import { Context, Effect, Layer, Schedule, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -167,14 +169,12 @@ const setup = (s: Settings, home: string) =>
       .pipe(Effect.provide(http))
     const streamStarts: Array<number> = []
     const streamEnds: Array<number> = []
-    const timedModel: LanguageModel.Service = {
-      ...provider,
-      streamText: ((options: any) =>
-        provider.streamText(options).pipe(
-          Stream.onStart(Effect.sync(() => streamStarts.push(performance.now()))),
-          Stream.onEnd(Effect.sync(() => streamEnds.push(performance.now())))
-        )) as LanguageModel.Service["streamText"]
-    }
+    // The loop reads the provider's raw parts (StreamParts.ts): the timing wraps those.
+    const timedModel = StreamParts.withRaw(provider, (request) =>
+      StreamParts.of(provider)(request).pipe(
+        Stream.onStart(Effect.sync(() => streamStarts.push(performance.now()))),
+        Stream.onEnd(Effect.sync(() => streamEnds.push(performance.now())))
+      ))
     const managerContext = Context.add(context, McpManager.McpManager, timedManager)
     const agentWith = (model: LanguageModel.Service) =>
       Effect.map(
@@ -192,7 +192,7 @@ const setup = (s: Settings, home: string) =>
     const agent = yield* agentWith(timedModel)
     const inProcess = {
       decoded: yield* agentWith(yield* inProcessModel(s, "through LanguageModel.make")),
-      direct: yield* agentWith(yield* inProcessModel(s, "direct"))
+      raw: yield* agentWith(yield* inProcessModel(s, "raw"))
     }
     return { standin, provider, manager, agent, inProcess, calls, streamStarts, streamEnds }
   })
@@ -201,11 +201,13 @@ type Setup = Effect.Effect.Success<ReturnType<typeof setup>>
 
 /**
  * A model in this process answering as the stand-in does (a call to the echo tool each round but
- * the last, then text), with no HTTP: either through `LanguageModel.make` — as every provider is,
- * so @effect/ai builds its response schema and decodes each part with it — or `direct`, a service
- * streaming parts already decoded. Their difference is @effect/ai's per-request cost in the loop.
+ * the last, then text), with no HTTP: either through `LanguageModel.make` alone — a model without
+ * raw parts, which the loop reads through `streamText`, so @effect/ai builds its response schema
+ * and decodes each part with it (every provider before StreamParts) — or `raw`, handing its parts
+ * over as the providers do (`StreamParts.withStreamParts`). Their difference is @effect/ai's
+ * per-request cost in the loop.
  */
-const inProcessModel = (s: Settings, kind: "through LanguageModel.make" | "direct") =>
+const inProcessModel = (s: Settings, kind: "through LanguageModel.make" | "raw") =>
   Effect.gen(function*() {
     const encoded = (options: LanguageModel.ProviderOptions | { readonly prompt: any }) => {
       const content: ReadonlyArray<{ role: string }> = options.prompt.content
@@ -228,19 +230,11 @@ const inProcessModel = (s: Settings, kind: "through LanguageModel.make" | "direc
       streamText: (options) => Stream.fromIterable(encoded(options) as ReadonlyArray<Response.StreamPartEncoded>),
       generateText: () => Effect.dieMessage("not used")
     })
-    if (kind !== "direct") return made
-    return {
-      ...made,
-      streamText: ((options: { readonly prompt: any }) =>
-        Stream.fromIterable(
-          encoded(options).map((part) => {
-            const { type, ...params } = part
-            return type === "finish"
-              ? Response.makePart(type, { ...params, usage: new Response.Usage(part.usage) } as any)
-              : Response.makePart(type, params as any)
-          })
-        )) as unknown as LanguageModel.Service["streamText"]
-    } satisfies LanguageModel.Service
+    if (kind !== "raw") return made
+    return StreamParts.withStreamParts(
+      made,
+      (options) => Stream.fromIterable(encoded(options) as ReadonlyArray<Response.StreamPartEncoded>)
+    )
   })
 
 /** One in-process turn: (its wall time − its tool calls) per round, and its CPU per round. */
@@ -343,8 +337,9 @@ const firstToken = (env: Setup, reader: Reader) =>
         yield* Effect.promise(() => rawRead(env.standin.url, see))
         break
       case "provider":
+        // What the loop reads: the provider's raw parts.
         yield* Stream.runForEach(
-          env.provider.streamText({ prompt: `${FIRST_TOKEN}: say hello` }),
+          StreamParts.of(env.provider)({ prompt: Prompt.make(`${FIRST_TOKEN}: say hello`), tools: [] }),
           (part) => Effect.sync(() => part.type === "text-delta" && see())
         ).pipe(Effect.orDie)
         break
@@ -420,8 +415,9 @@ const responseSchemaCost = (env: Setup, samples: number) =>
 
 /**
  * The process's CPU per request for one tool-call answer (a round's answer), read by the raw
- * `fetch` reader and by the provider with the loop's toolkit (`streamText`, calls unresolved, as the
- * loop asks): the provider's and @effect/ai's cost per round, without the loop.
+ * `fetch` reader, by the provider with the loop's toolkit through `streamText` (calls unresolved:
+ * @effect/ai's decode included) and by the provider's raw parts (`StreamParts.of`, what the loop
+ * reads): the provider's and @effect/ai's cost per round, without the loop.
  */
 const requestCost = (env: Setup, samples: number) =>
   Effect.gen(function*() {
@@ -438,11 +434,16 @@ const requestCost = (env: Setup, samples: number) =>
           unknown,
           unknown
         >
-      ).pipe(Effect.orDie)
+      ).pipe(Effect.orDie),
+      parts: Stream.runDrain(
+        StreamParts.of(env.provider)({ prompt: Prompt.make(message), tools: Object.values(record) })
+      )
+        .pipe(Effect.orDie)
     }
-    const cpu: { raw: Array<number>; provider: Array<number> } = { raw: [], provider: [] }
+    const cpu = { raw: [] as Array<number>, provider: [] as Array<number>, parts: [] as Array<number> }
+    const orders = [["raw", "provider", "parts"], ["provider", "parts", "raw"], ["parts", "raw", "provider"]] as const
     for (let i = 0; i < samples + 3; i++) {
-      for (const kind of i % 2 === 0 ? ["raw", "provider"] as const : ["provider", "raw"] as const) {
+      for (const kind of orders[i % 3]!) {
         const before = process.cpuUsage()
         yield* one[kind]
         const used = process.cpuUsage(before)
@@ -482,14 +483,14 @@ export const runAgentSection = async (s: Settings = settings()): Promise<void> =
         const cpuPerRound = (cpu.user + cpu.system) / 1000 / (s.turns * s.rounds)
         const inProcess = {
           decoded: { loop: [] as Array<number>, cpu: [] as Array<number> },
-          direct: { loop: [] as Array<number>, cpu: [] as Array<number> }
+          raw: { loop: [] as Array<number>, cpu: [] as Array<number> }
         }
         for (let i = 0; i < s.warmup; i++) {
           yield* inProcessTurn(env, s, env.inProcess.decoded)
-          yield* inProcessTurn(env, s, env.inProcess.direct)
+          yield* inProcessTurn(env, s, env.inProcess.raw)
         }
         for (let i = 0; i < s.turns; i++) {
-          for (const kind of i % 2 === 0 ? ["decoded", "direct"] as const : ["direct", "decoded"] as const) {
+          for (const kind of i % 2 === 0 ? ["decoded", "raw"] as const : ["raw", "decoded"] as const) {
             const r = yield* inProcessTurn(env, s, env.inProcess[kind])
             inProcess[kind].loop.push(r.loop)
             inProcess[kind].cpu.push(r.cpu)
@@ -546,10 +547,11 @@ export const runAgentSection = async (s: Settings = settings()): Promise<void> =
     console.log("| --- | ---: | ---: |")
     console.log(row("through `LanguageModel.make` (as every provider): wall − tool calls", inProcess.decoded.loop))
     console.log(row("… CPU", inProcess.decoded.cpu))
-    console.log(row("parts given already decoded (no @effect/ai schema): wall − tool calls", inProcess.direct.loop))
-    console.log(row("… CPU", inProcess.direct.cpu))
+    console.log(row("raw parts (`StreamParts`, as the providers now): wall − tool calls", inProcess.raw.loop))
+    console.log(row("… CPU", inProcess.raw.cpu))
     console.log(row("(no loop) one tool-call answer, raw `fetch` reader: CPU per request", perRequest.raw))
     console.log(row("(no loop) the same answer through the provider with the loop's toolkit: CPU", perRequest.provider))
+    console.log(row("(no loop) the same answer, the provider's raw parts (what the loop reads): CPU", perRequest.parts))
     console.log(`\n### First streamed token (${s.turns} iterations, rotating order)\n`)
     console.log("| from the first content delta written to … | median (ms) | p90 (ms) |")
     console.log("| --- | ---: | ---: |")

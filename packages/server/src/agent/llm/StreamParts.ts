@@ -76,8 +76,12 @@ export const withStreamParts = (
         )
       )
     )
-  return { ...service, [TypeId]: raw } as LanguageModel.Service
+  return withRaw(service, raw)
 }
+
+/** `service` with `raw` as its parts, as they are (a wrapper of another model's `of`, e.g. a timing one). */
+export const withRaw = (service: LanguageModel.Service, raw: StreamParts): LanguageModel.Service =>
+  ({ ...service, [TypeId]: raw }) as LanguageModel.Service
 
 /** Fails a tool call the request did not offer, or whose arguments are not a JSON object. */
 const checked = (tools: ReadonlyArray<Tool.Any>) => {

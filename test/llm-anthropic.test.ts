@@ -12,6 +12,7 @@ import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as Anthropic from "@skald/server/agent/llm/Anthropic"
 import * as JsonSchemaTool from "@skald/server/agent/llm/JsonSchemaTool"
+import * as StreamParts from "@skald/server/agent/llm/StreamParts"
 import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -308,5 +309,122 @@ describe("Anthropic's wire format", () => {
       assert.strictEqual(error._tag, "HttpRequestError")
       assert.notInclude(JSON.stringify(error), "sk-ant-reset-key")
       assert.notInclude(error.message, "sk-ant-reset-key")
+    }))
+})
+
+describe("Anthropic's raw parts (StreamParts, what the turn loop reads)", () => {
+  const raw = (prompt: Prompt.Prompt) =>
+    Effect.flatMap(
+      LanguageModel.LanguageModel,
+      (lm) =>
+        Stream.runCollect(StreamParts.of(lm)({ prompt, tools: [weather] })).pipe(Effect.map(Chunk.toReadonlyArray))
+    )
+
+  it.scopedLive("the same calls, usage and request as through LanguageModel, folded without its schema", () =>
+    Effect.gen(function*() {
+      const standin = yield* Standin.start(
+        Array.from({ length: 4 }, () =>
+          Standin.message({
+            text: "Checking.",
+            toolUses: [{ id: "toolu_1", name: "mcp__weather__forecast", input: { city: "Paris" } }]
+          }, { input: 33, output: 6 }))
+      )
+      const first = Prompt.make([
+        { role: "system", content: "Be brief." },
+        { role: "user", content: "Weather in Paris?" }
+      ])
+      yield* withModel(
+        { baseUrl: standin.url, model: "claude-test", ...quick },
+        Effect.gen(function*() {
+          assert.isTrue(StreamParts.isRaw(yield* LanguageModel.LanguageModel))
+          const parts = yield* raw(first)
+          const decoded = Chunk.toReadonlyArray(
+            yield* Stream.runCollect(
+              LanguageModel.streamText({ prompt: first, toolkit, disableToolCallResolution: true })
+            )
+          )
+          const callsOf = (ps: ReadonlyArray<StreamParts.Part>) =>
+            ps.flatMap((p) => p.type === "tool-call" ? [[p.id, p.name, p.params]] : [])
+          const textOf = (ps: ReadonlyArray<StreamParts.Part>) =>
+            ps.flatMap((p) => p.type === "text-delta" ? [p.delta] : []).join("")
+          assert.deepStrictEqual(callsOf(parts), [["toolu_1", "mcp__weather__forecast", { city: "Paris" }]])
+          assert.deepStrictEqual(callsOf(parts), callsOf(decoded))
+          assert.strictEqual(textOf(parts), "Checking.")
+          assert.strictEqual(textOf(parts), textOf(decoded))
+          const finish = parts.find((p) => p.type === "finish")
+          assert.strictEqual(finish?.type === "finish" ? finish.reason : undefined, "tool-calls")
+          assert.strictEqual(finish?.type === "finish" ? finish.usage.inputTokens : undefined, 33)
+          assert.strictEqual(finish?.type === "finish" ? finish.usage.outputTokens : undefined, 6)
+          // Round 2 (the call and its result in the prompt), both ways: the same request body.
+          const second = Prompt.merge(
+            first,
+            Prompt.fromMessages([
+              Prompt.makeMessage("assistant", {
+                content: [
+                  Prompt.makePart("text", { text: "Checking. " }),
+                  Prompt.makePart("tool-call", {
+                    id: "toolu_1",
+                    name: "mcp__weather__forecast",
+                    params: { city: "Paris" },
+                    providerExecuted: false
+                  })
+                ]
+              }),
+              Prompt.makeMessage("tool", {
+                content: [Prompt.makePart("tool-result", {
+                  id: "toolu_1",
+                  name: "mcp__weather__forecast",
+                  isFailure: true,
+                  result: "no forecast today",
+                  providerExecuted: false
+                })]
+              })
+            ])
+          )
+          yield* raw(second)
+          yield* Stream.runDrain(LanguageModel.streamText({ prompt: second, toolkit, disableToolCallResolution: true }))
+        })
+      )
+      const bodies = standin.requests.map((r) => r.body as Record<string, unknown>)
+      const sent = (b: Record<string, unknown>) => ({
+        model: b.model,
+        max_tokens: b.max_tokens,
+        system: b.system,
+        messages: b.messages,
+        tools: b.tools,
+        stream: b.stream
+      })
+      assert.deepStrictEqual(sent(bodies[0]!), sent(bodies[1]!))
+      assert.deepStrictEqual(sent(bodies[2]!), sent(bodies[3]!))
+      assert.deepStrictEqual((bodies[2]!.messages as Array<any>)[2].content[0], {
+        type: "tool_result",
+        tool_use_id: "toolu_1",
+        content: JSON.stringify("no forecast today"),
+        is_error: true
+      })
+    }))
+
+  it.scopedLive("a mid-stream error event fails the raw stream with Anthropic's message; not retried", () =>
+    Effect.gen(function*() {
+      const standin = yield* Standin.start([
+        Standin.midStreamError({ type: "overloaded_error", message: "Overloaded" })
+      ])
+      const error = yield* withModel({ baseUrl: standin.url, model: "m", ...quick }, raw(Prompt.make("hi"))).pipe(
+        Effect.flip
+      )
+      assert.strictEqual(error._tag, "UnknownError")
+      assert.include(error.message, "overloaded_error: Overloaded")
+      assert.strictEqual(standin.requests.length, 1)
+    }))
+
+  it.scopedLive("a 429 is retried on the raw path too (the same client)", () =>
+    Effect.gen(function*() {
+      const standin = yield* Standin.start([
+        Standin.status(429, { "retry-after": "0" }),
+        Standin.text("after the wait")
+      ])
+      const parts = yield* withModel({ baseUrl: standin.url, model: "m", ...quick }, raw(Prompt.make("hi")))
+      assert.strictEqual(parts.flatMap((p) => p.type === "text-delta" ? [p.delta] : []).join(""), "after the wait")
+      assert.strictEqual(standin.requests.length, 2)
     }))
 })

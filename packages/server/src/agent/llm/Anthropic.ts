@@ -22,16 +22,23 @@
  * (JsonSchemaTool.ts: the MCP server's schema, unchanged). Tool names must match
  * `^[a-zA-Z0-9_-]{1,64}$` (ToolNames.ts maps the names that don't).
  *
+ * The turn loop reads the answer raw (`StreamParts.of`, StreamParts.ts): the client's stream events
+ * folded by `internal/anthropicWire.ts` into parts, the request built there too (the same body as
+ * `@effect/ai-anthropic`'s for what the loop sends), over the same client: retries, errors and
+ * interruption as above, without `@effect/ai`'s per-request response schema.
+ *
  * @since 0.1.0
  */
 import * as AnthropicClient from "@effect/ai-anthropic/AnthropicClient"
 import * as AnthropicLanguageModel from "@effect/ai-anthropic/AnthropicLanguageModel"
 import * as AiError from "@effect/ai/AiError"
 import * as LanguageModel from "@effect/ai/LanguageModel"
+import type * as Response from "@effect/ai/Response"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -41,7 +48,9 @@ import type * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import * as Wire from "./internal/anthropicWire.js"
 import { retryAfterMillis } from "./internal/retryAfter.js"
+import * as StreamParts from "./StreamParts.js"
 
 /** How to reach the model (the same shape as the OpenAI-compatible provider's). */
 export interface Options {
@@ -236,7 +245,7 @@ export const make = Effect.fn("Anthropic.make")(function*(options: Options) {
     model: options.model,
     config: { max_tokens: options.maxTokens ?? defaults.maxTokens }
   }).pipe(Effect.provideService(AnthropicClient.AnthropicClient, client))
-  return LanguageModel.LanguageModel.of({
+  const service = LanguageModel.LanguageModel.of({
     ...model,
     streamText: ((streamOptions: Parameters<LanguageModel.Service["streamText"]>[0]) =>
       model.streamText(streamOptions).pipe(
@@ -245,6 +254,48 @@ export const make = Effect.fn("Anthropic.make")(function*(options: Options) {
         )
       )) as LanguageModel.Service["streamText"]
   })
+  // The turn loop's raw parts (StreamParts.ts): the client's events folded here, over the same
+  // client (its retries and errors), without @effect/ai's per-request schema.
+  const streamParts = (providerOptions: LanguageModel.ProviderOptions) => {
+    const prepared = Wire.messages(providerOptions.prompt)
+    if (prepared instanceof Wire.UnsupportedPart) {
+      return Stream.fail(
+        new AiError.MalformedInput({ module: "Anthropic", method: "streamParts", description: prepared.description })
+      )
+    }
+    providerOptions.span.attribute("gen_ai.request.model", options.model)
+    const payload = {
+      model: options.model,
+      max_tokens: options.maxTokens ?? defaults.maxTokens,
+      ...(prepared.system.length === 0 ? {} : { system: prepared.system }),
+      messages: prepared.messages,
+      ...Wire.tools(providerOptions)
+    }
+    return Stream.suspend(() => {
+      const state = new Wire.StreamAccumulator()
+      return client.createMessageStream({
+        // The wire module's shapes are the subset of the client's encoded request that the loop sends.
+        payload: payload as unknown as Parameters<typeof client.createMessageStream>[0]["payload"]
+      }).pipe(
+        Stream.mapChunksEffect((events) => {
+          const out: Array<Response.StreamPartEncoded> = []
+          for (const event of events) state.feed(event, out)
+          const failure = state.failure
+          if (failure === undefined) return Effect.succeed(Chunk.unsafeFromArray(out))
+          return Effect.fail(
+            failure._tag === "ProviderError"
+              ? streamError(failure.error)
+              : new AiError.MalformedOutput({
+                module: "Anthropic",
+                method: "streamParts",
+                description: `The model called ${failure.name} with arguments that are not JSON: ${failure.args}`
+              })
+          )
+        })
+      )
+    })
+  }
+  return StreamParts.withStreamParts(service, streamParts)
 })
 
 /** `LanguageModel.LanguageModel` from Anthropic, needing an `HttpClient`. */

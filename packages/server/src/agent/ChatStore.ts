@@ -176,13 +176,24 @@ export class ChatStore extends Effect.Service<ChatStore>()("@skald/server/ChatSt
             ${row.role}, ${row.text}, ${at})
           RETURNING id`
         const id = inserted!.id
-        yield* Effect.forEach(row.calls, (call, position) =>
-          sql`INSERT INTO chat_llm_tools
-            (call_id, session, message, position, tool_name, arguments, result, result_type, status, started_at,
-             finished_at)
-            VALUES (${call.callId}, ${session}, ${id}, ${position}, ${call.name},
-              ${JSON.stringify(call.arguments ?? {})}, ${call.result ?? null}, ${call.resultType}, ${call.status},
-              ${at}, ${call.status === "running" ? null : at})`, { discard: true })
+        // Every call in one statement (a round's calls are one write, not one per call).
+        if (row.calls.length > 0) {
+          yield* sql`INSERT INTO chat_llm_tools ${
+            sql.insert(row.calls.map((call, position) => ({
+              call_id: call.callId,
+              session,
+              message: id,
+              position,
+              tool_name: call.name,
+              arguments: JSON.stringify(call.arguments ?? {}),
+              result: call.result ?? null,
+              result_type: call.resultType,
+              status: call.status,
+              started_at: at,
+              finished_at: call.status === "running" ? null : at
+            })))
+          }`
+        }
         yield* sql`UPDATE chat_sessions SET updated_at = ${at} WHERE id = ${session}`
         return id
       })).pipe(Effect.mapError(failWith("save a chat message")))

@@ -121,29 +121,44 @@ const assistantMessage = (message: Prompt.AssistantMessage): WireMessage => {
 export const toolResultContent = (result: unknown): string =>
   typeof result === "string" ? result : JSON.stringify(result ?? null)
 
+/** The wire messages of one prompt message. */
+const wireOf = (message: Prompt.Message): ReadonlyArray<WireMessage> | UnsupportedPart => {
+  switch (message.role) {
+    case "system":
+      return [{ role: "system", content: message.content }]
+    case "user": {
+      const user = userMessage(message)
+      return user instanceof UnsupportedPart ? user : [user]
+    }
+    case "assistant":
+      return [assistantMessage(message)]
+    case "tool":
+      return message.content.map((part) => ({
+        role: "tool",
+        tool_call_id: part.id,
+        content: toolResultContent(part.result)
+      }))
+  }
+}
+
+/**
+ * Each message's wire form, kept while the message lives: the turn loop sends the same message
+ * values every round (its history is appended to), so a round converts only its new messages.
+ */
+const wireCache = new WeakMap<Prompt.Message, ReadonlyArray<WireMessage>>()
+
 /** The chat-completions `messages` of a prompt. */
 export const messages = (prompt: Prompt.Prompt): Array<WireMessage> | UnsupportedPart => {
   const out: Array<WireMessage> = []
   for (const message of prompt.content) {
-    switch (message.role) {
-      case "system":
-        out.push({ role: "system", content: message.content })
-        break
-      case "user": {
-        const user = userMessage(message)
-        if (user instanceof UnsupportedPart) return user
-        out.push(user)
-        break
-      }
-      case "assistant":
-        out.push(assistantMessage(message))
-        break
-      case "tool":
-        for (const part of message.content) {
-          out.push({ role: "tool", tool_call_id: part.id, content: toolResultContent(part.result) })
-        }
-        break
+    let wire = wireCache.get(message)
+    if (wire === undefined) {
+      const made = wireOf(message)
+      if (made instanceof UnsupportedPart) return made
+      wire = made
+      wireCache.set(message, wire)
     }
+    for (const m of wire) out.push(m)
   }
   return out
 }

@@ -21,26 +21,27 @@
  *    response k) − (the tool call: the manager's `call` as the loop calls it, timed by wrapping the
  *    manager the loop is given) = the loop's own time. The raw components are printed too, and the
  *    loop's time split where it can be seen from outside Agent.ts: the provider's tail (last byte →
- *    the model stream ends, timed by wrapping the `LanguageModel`), then until the call starts
- *    (the assistant message persisted, `ToolStarted`), then from the call's end to the next
- *    request (the result persisted, `ToolDone`, the toolkit and prompt built; then, from the start
- *    of the next model stream, @effect/ai's set-up and the request encoded and sent). Also the
+ *    the model stream ends, timed by wrapping the raw parts the loop reads, StreamParts.ts), then
+ *    until the call starts (the assistant message persisted, `ToolStarted`), then from the call's
+ *    end to the next request (the result persisted, `ToolDone`, the tools and prompt built; then,
+ *    from the start of the next model stream, the request encoded and sent). Also the
  *    process's CPU time per round over the timed turns (`process.cpuUsage`; the stand-in and the MCP
  *    client included: a figure the machine's load inflates less than wall time), and, timed alone,
  *    what @effect/ai's `LanguageModel.streamText` builds on every request with a toolkit: the
  *    response schema `Response.StreamPart(toolkit)`, for the loop's tools and ten times as many.
  *    And the same turns with an in-process model (no HTTP, no stand-in), once through
- *    `LanguageModel.make` (as every provider is: @effect/ai builds its schema and decodes each part)
- *    and once streaming parts already decoded: per round, (turn wall − tool calls) / rounds and the
- *    process CPU / rounds (the MCP client's share of the calls included), turn set-up included.
- *    And, without the loop, the process CPU per request of one tool-call answer read by the raw
- *    `fetch` reader and by the provider with the loop's toolkit (the provider's and @effect/ai's share).
+ *    `LanguageModel.make` alone (a model without raw parts, read through `streamText`: @effect/ai
+ *    builds its schema and decodes each part) and once handing raw parts over (as the providers do):
+ *    per round, (turn wall − tool calls) / rounds and the process CPU / rounds (the MCP client's
+ *    share of the calls included), turn set-up included. And, without the loop, the process CPU per
+ *    request of one tool-call answer read by the raw `fetch` reader, by the provider's `streamText`
+ *    with the loop's toolkit, and by the provider's raw parts (what the loop reads).
  * 2. **Time added to the first streamed token.** `BENCH_AGENT_TURNS` iterations, the order rotating:
  *    the same scripted text answer (headers, then the role chunk, then the first content delta
  *    `BENCH_AGENT_EVENT_DELAY` ms later — at least 2 — so the reader is idle when it comes) read by
  *    (a) a raw `fetch` SSE reader (split frames, `JSON.parse`, the first non-empty
- *    `delta.content`): the reference, (b) the provider alone (`streamText`, the first
- *    `text-delta`), (c) a whole turn (`Agent.run`, the first `TextDelta` at its consumer). Each is
+ *    `delta.content`): the reference, (b) the provider alone (its raw parts, as the loop reads
+ *    them: the first `text-delta`), (c) a whole turn (`Agent.run`, the first `TextDelta` at its consumer). Each is
  *    timed from the stand-in handing the first content delta's bytes to the socket; the added
  *    times are per iteration (b − a, c − b, c − a).
  *
@@ -528,11 +529,11 @@ export const runAgentSection = async (s: Settings = settings()): Promise<void> =
     console.log(row("… stream end → the call starts (assistant message persisted)", of("beforeCall")))
     console.log(row("… call end → request k+1 arrives", of("afterCall")))
     console.log(
-      row("… … call end → the next model stream starts (result persisted, `ToolDone`, toolkit)", of("beforeStream"))
+      row("… … call end → the next model stream starts (result persisted, `ToolDone`, the tools)", of("beforeStream"))
     )
     console.log(
       row(
-        "… … stream start → request k+1 arrives (@effect/ai's setup, the request encoded and sent)",
+        "… … stream start → request k+1 arrives (the request built, encoded and sent)",
         of("streamToRequest")
       )
     )
@@ -556,7 +557,7 @@ export const runAgentSection = async (s: Settings = settings()): Promise<void> =
     console.log("| from the first content delta written to … | median (ms) | p90 (ms) |")
     console.log("| --- | ---: | ---: |")
     console.log(row("a raw `fetch` SSE reader's first content (reference)", reads.raw, 3))
-    console.log(row("the provider's first `text-delta` (`streamText`)", reads.provider, 3))
+    console.log(row("the provider's first `text-delta` (its raw parts)", reads.provider, 3))
     console.log(row("the first `TextDelta` at the consumer of `Agent.run`", reads.agent, 3))
     console.log(row("added by the provider (provider − raw, per iteration)", added.provider, 3))
     console.log(row("added by the loop (agent − provider)", added.loop, 3))

@@ -417,6 +417,33 @@ describe("Anthropic's raw parts (StreamParts, what the turn loop reads)", () => 
       assert.strictEqual(standin.requests.length, 1)
     }))
 
+  it.scopedLive("a tool input that is not JSON, or a tool not offered, is MalformedOutput (the loop asks again)", () =>
+    Effect.gen(function*() {
+      const call = Standin.message({ toolUses: [{ id: "toolu_x", name: "mcp__weather__forecast", input: {} }] })
+      const broken: Standin.Answer = call.kind === "message"
+        ? {
+          ...call,
+          events: call.events.map((e) => {
+            const data = e.data as { type?: string; delta?: { type?: string } }
+            return data.delta?.type === "input_json_delta"
+              ? { ...e, data: { ...data, delta: { type: "input_json_delta", partial_json: "{\"city\": " } } }
+              : e
+          })
+        }
+        : call
+      const standin = yield* Standin.start([
+        broken,
+        Standin.message({ toolUses: [{ id: "toolu_y", name: "mcp__shell__rm", input: {} }] })
+      ])
+      const options = { baseUrl: standin.url, model: "m", ...quick }
+      const notJson = yield* withModel(options, raw(Prompt.make("hi"))).pipe(Effect.flip)
+      assert.strictEqual(notJson._tag, "MalformedOutput")
+      assert.include(notJson.message, "mcp__weather__forecast with arguments that are not JSON")
+      const notOffered = yield* withModel(options, raw(Prompt.make("hi"))).pipe(Effect.flip)
+      assert.strictEqual(notOffered._tag, "MalformedOutput")
+      assert.include(notOffered.message, "mcp__shell__rm, a tool it was not given")
+    }))
+
   it.scopedLive("a 429 is retried on the raw path too (the same client)", () =>
     Effect.gen(function*() {
       const standin = yield* Standin.start([

@@ -64,7 +64,7 @@ export const read = Command.make("read", readConfig, Lazy.handler(load, (m) => m
     usage: ["skald read [options] URI -- CMD [ARGS…]", "skald read [options] URI --http URL"],
     examples: [
       "skald read demo://resource/dynamic/text/1 -- node server.js",
-      "skald read --root . file:///etc/hosts -- npx -y @modelcontextprotocol/server-filesystem ."
+      "skald read --json demo://resource/dynamic/blob/1 -- npx -y @modelcontextprotocol/server-everything stdio"
     ]
   }))
 )

@@ -131,6 +131,25 @@ for (const target of targets) {
         )
       }))
 
+    it.effect("a resource registered at runtime is announced (resources/list_changed), listed and read as gzip bytes", () =>
+      Effect.gen(function*() {
+        const client = yield* McpClient.McpClient
+        const changed = yield* client.resourceListChanges.pipe(Stream.take(1), Stream.runDrain, Effect.fork)
+        yield* Effect.yieldNow()
+        const hello = Encoding.encodeBase64(new TextEncoder().encode("hello, resources"))
+        yield* client.callTool("gzip-file-as-resource", {
+          name: "hello.txt.gz",
+          data: `data:text/plain;base64,${hello}`
+        })
+        yield* Fiber.join(changed).pipe(Effect.timeout("20 seconds"))
+        const uri = "demo://resource/session/hello.txt.gz"
+        assert.include((yield* client.listResources).resources.map((r) => r.uri), uri)
+        const item = (yield* client.readResource(uri)).contents[0]!
+        assert.strictEqual(item._tag, "Blob")
+        assert.strictEqual(item.mimeType, "application/gzip")
+        if (item._tag === "Blob") assert.deepStrictEqual(Array.from(item.data.subarray(0, 2)), [0x1f, 0x8b])
+      }))
+
     it.effect("lists its prompts with their arguments and gets one with arguments", () =>
       Effect.gen(function*() {
         const client = yield* McpClient.McpClient
@@ -301,6 +320,12 @@ for (const target of targets) {
           const prompts = yield* client.listPrompts
           assert.deepStrictEqual(prompts.prompts.slice(0, 2).map((p) => p.name), ["prompt-00000", "prompt-00001"])
           assert.strictEqual(prompts.prompts.length, 250)
+          // New lists announced: one element on each stream.
+          const resourceChange = yield* client.resourceListChanges.pipe(Stream.take(1), Stream.runDrain, Effect.fork)
+          const promptChange = yield* client.promptListChanges.pipe(Stream.take(1), Stream.runDrain, Effect.fork)
+          yield* Effect.yieldNow()
+          yield* client.callTool("announce_lists")
+          yield* Fiber.join(Fiber.zip(resourceChange, promptChange)).pipe(Effect.timeout("20 seconds"))
           const capped = yield* build(
             target.fixture("paginated", { ...env, FIXTURE_ENDLESS: "1" }, { maxListPages: 3 })
           )

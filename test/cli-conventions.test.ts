@@ -190,12 +190,27 @@ describe("skald CLI conventions", () => {
       "login",
       "logout",
       "logs",
+      "prompt",
+      "prompts",
+      "read",
+      "resources",
       "restart",
       "rm",
       "show",
       "tools"
     ])
-    assert.includeMembers(complete(["skald", ""]), ["tools", "call", "mcp", "secret", "serve", "events"])
+    assert.includeMembers(complete(["skald", ""]), [
+      "tools",
+      "call",
+      "resources",
+      "read",
+      "prompts",
+      "prompt",
+      "mcp",
+      "secret",
+      "serve",
+      "events"
+    ])
     assert.notInclude(complete(["skald", ""]), "add")
     assert.deepStrictEqual(complete(["skald", "mcp", "sh"]), ["show"])
     assert.includeMembers(complete(["skald", "mcp", "add", "--"]), ["--replace", "--secret-env", "--home"])
@@ -203,7 +218,10 @@ describe("skald CLI conventions", () => {
     for (const shell of ["zsh", "fish"]) {
       const s = await runSkald(["--completions", shell])
       assert.strictEqual(s.status, 0, s.stderr)
-      assert.include(s.stdout, "add show list tools call enable disable restart rm login logout logs import")
+      assert.include(
+        s.stdout,
+        "add show list tools call resources read prompts prompt enable disable restart rm login logout logs import"
+      )
     }
     Fs.rmSync(dir, { recursive: true })
   }, 120_000)

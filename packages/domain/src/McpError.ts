@@ -221,6 +221,27 @@ export class McpHttpError extends Schema.TaggedError<McpHttpError>("@skald/domai
   }
 }
 
+/**
+ * The server did not declare the capability a request needs (`resources`, `resources.subscribe`,
+ * `prompts`, `completions`, `logging`): nothing was sent.
+ */
+export class McpCapabilityUnsupported
+  extends Schema.TaggedError<McpCapabilityUnsupported>("@skald/domain/McpCapabilityUnsupported")(
+    "McpCapabilityUnsupported",
+    { server: Schema.String, capability: Schema.String, method: Schema.String }
+  )
+{
+  override get message(): string {
+    const what = this.capability === "resources.subscribe"
+      ? "resource subscriptions"
+      : this.capability === "logging"
+      ? "log levels"
+      : this.capability
+    return `MCP server '${this.server}' does not offer ${what} (it did not declare the '${this.capability}' ` +
+      `capability), so ${this.method} was not sent`
+  }
+}
+
 /** Every error an MCP connection or call can fail with. */
 export type McpError =
   | McpSpawnError
@@ -238,6 +259,7 @@ export type McpError =
   | McpTaskExpired
   | McpUrlElicitationRequired
   | McpHttpError
+  | McpCapabilityUnsupported
 
 /**
  * The same error naming another server: for a client that learned the server's own name (its

@@ -5,6 +5,12 @@
  */
 import * as Schema from "effect/Schema"
 
+/**
+ * The folders the server is offered as MCP roots (absolute paths; the client sends them as
+ * `file://` URIs). Absent or empty: no roots are declared.
+ */
+const roots = Schema.optionalWith(Schema.Array(Schema.String), { exact: true })
+
 /** A server started as a child process speaking newline-delimited JSON-RPC on stdin/stdout. */
 export class StdioServerConfig extends Schema.TaggedClass<StdioServerConfig>("@skald/domain/StdioServerConfig")(
   "stdio",
@@ -12,7 +18,8 @@ export class StdioServerConfig extends Schema.TaggedClass<StdioServerConfig>("@s
     command: Schema.NonEmptyString,
     args: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
     /** Extra environment variables, merged over the parent's. Values may be `${VAR}` templates. */
-    env: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { default: () => ({}) })
+    env: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { default: () => ({}) }),
+    roots
   }
 ) {}
 
@@ -22,7 +29,8 @@ export class HttpServerConfig extends Schema.TaggedClass<HttpServerConfig>("@ska
   {
     url: Schema.NonEmptyString,
     /** Sent as `Authorization: Bearer <apiKey>`. May be a `${VAR}` template. */
-    apiKey: Schema.optionalWith(Schema.String, { exact: true })
+    apiKey: Schema.optionalWith(Schema.String, { exact: true }),
+    roots
   }
 ) {}
 
@@ -33,13 +41,15 @@ const StdioWire = Schema.Struct({
   transport: Schema.Literal("stdio"),
   command: Schema.NonEmptyString,
   args: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
-  env: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { exact: true })
+  env: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { exact: true }),
+  roots
 })
 
 const HttpWire = Schema.Struct({
   transport: Schema.Literal("http", "sse"),
   url: Schema.NonEmptyString,
-  apiKey: Schema.optionalWith(Schema.String, { exact: true })
+  apiKey: Schema.optionalWith(Schema.String, { exact: true }),
+  roots
 })
 
 /**
@@ -49,15 +59,35 @@ const HttpWire = Schema.Struct({
 export const ServerConfig = Schema.Union(
   Schema.transform(StdioWire, Schema.typeSchema(StdioServerConfig), {
     strict: true,
-    decode: (w) => StdioServerConfig.make({ command: w.command, args: w.args ?? [], env: w.env ?? {} }),
-    encode: (c) => ({ transport: "stdio" as const, command: c.command, args: c.args, env: c.env })
+    decode: (w) =>
+      StdioServerConfig.make({
+        command: w.command,
+        args: w.args ?? [],
+        env: w.env ?? {},
+        ...(w.roots === undefined ? {} : { roots: w.roots })
+      }),
+    encode: (c) => ({
+      transport: "stdio" as const,
+      command: c.command,
+      args: c.args,
+      env: c.env,
+      ...(c.roots === undefined ? {} : { roots: c.roots })
+    })
   }),
   Schema.transform(HttpWire, Schema.typeSchema(HttpServerConfig), {
     strict: true,
-    decode: (w) => HttpServerConfig.make(w.apiKey === undefined ? { url: w.url } : { url: w.url, apiKey: w.apiKey }),
-    encode: (c) => (c.apiKey === undefined
-      ? { transport: "http" as const, url: c.url }
-      : { transport: "http" as const, url: c.url, apiKey: c.apiKey })
+    decode: (w) =>
+      HttpServerConfig.make({
+        url: w.url,
+        ...(w.apiKey === undefined ? {} : { apiKey: w.apiKey }),
+        ...(w.roots === undefined ? {} : { roots: w.roots })
+      }),
+    encode: (c) => ({
+      transport: "http" as const,
+      url: c.url,
+      ...(c.apiKey === undefined ? {} : { apiKey: c.apiKey }),
+      ...(c.roots === undefined ? {} : { roots: c.roots })
+    })
   })
 )
 

@@ -16,6 +16,12 @@ export * as McpCallResult from "./McpCallResult.js"
 /** A tool as an MCP server describes it, and the one mapping from its wire shape. */
 export * as McpTool from "./McpTool.js"
 
+/** Resources, resource templates and what `resources/read` returns. */
+export * as McpResource from "./McpResource.js"
+
+/** Prompts, what `prompts/get` returns, and completions. */
+export * as McpPrompt from "./McpPrompt.js"
+
 /** Stdio and HTTP server configs (`sse` decodes as `http`). */
 export * as ServerConfig from "./ServerConfig.js"
 

@@ -19,16 +19,19 @@ const decode = Schema.decodeUnknownSync(ServerConfig.ServerConfig)
 const decodeEither = Schema.decodeUnknownEither(ServerConfig.ServerConfig)
 const encode = Schema.encodeSync(ServerConfig.ServerConfig)
 
+const roots = fc.array(nonEmpty, { maxLength: 3 })
+
 const stdioConfig = fc
   .record({
     command: nonEmpty,
     args: fc.array(fc.string(), { maxLength: 4 }),
-    env: fc.dictionary(fc.string(), fc.string(), { maxKeys: 4 })
-  })
+    env: fc.dictionary(fc.string(), fc.string(), { maxKeys: 4 }),
+    roots
+  }, { requiredKeys: ["command", "args", "env"] })
   .map((fields) => ServerConfig.StdioServerConfig.make(fields))
 
 const httpConfig = fc
-  .record({ url: nonEmpty, apiKey: fc.string() }, { requiredKeys: ["url"] })
+  .record({ url: nonEmpty, apiKey: fc.string(), roots }, { requiredKeys: ["url"] })
   .map((fields) => ServerConfig.HttpServerConfig.make(fields))
 
 const config: fc.Arbitrary<ServerConfig.ServerConfig> = fc.oneof(stdioConfig, httpConfig)

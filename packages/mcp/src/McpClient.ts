@@ -9,7 +9,7 @@
  * @since 0.1.0
  */
 import { McpError } from "@skald/domain"
-import type { McpCallResult, McpTool } from "@skald/domain"
+import type { McpCallResult, McpPrompt, McpResource, McpTool } from "@skald/domain"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
@@ -24,8 +24,11 @@ import type * as Tracer from "effect/Tracer"
 import * as Elicitation from "./Elicitation.js"
 import * as Connection from "./internal/connection.js"
 import { initialize } from "./internal/initialize.js"
+import * as Listing from "./internal/listing.js"
+import * as Prompts from "./internal/prompts.js"
 import * as Reader from "./internal/reader.js"
 import * as Requests from "./internal/requests.js"
+import * as Resources from "./internal/resources.js"
 import * as ServerRequests from "./internal/serverRequests.js"
 import * as Span from "./internal/span.js"
 import * as TaskCalls from "./internal/taskCalls.js"
@@ -36,6 +39,7 @@ import type * as JsonRpc from "./JsonRpc.js"
 import * as McpEvents from "./McpEvents.js"
 import * as McpLog from "./McpLog.js"
 import * as Protocol from "./Protocol.js"
+import * as Roots from "./Roots.js"
 import { Transport } from "./Transport.js"
 
 /** A JSON object as it came off the wire. */
@@ -51,6 +55,8 @@ export interface Options {
   readonly startTimeout?: Duration.DurationInput | undefined
   /** The most `tools/list` pages followed (default 50). */
   readonly maxToolPages?: number | undefined
+  /** The most pages of `resources/list`, `resources/templates/list` and `prompts/list` followed (default 50). */
+  readonly maxListPages?: number | undefined
   /** The `ttl` requested for task-augmented calls (default: none, the server's choice). */
   readonly taskTtl?: Duration.DurationInput | undefined
   /** The longest wait for a task that has no ttl (default 1 h). */
@@ -94,6 +100,41 @@ export interface ToolList {
   readonly tools: ReadonlyArray<McpTool.McpTool>
   readonly wire: ReadonlyArray<JsonObject>
 }
+
+/** Every resource of the server: decoded, and exactly as sent (all pages merged). */
+export interface ResourceList {
+  readonly resources: ReadonlyArray<McpResource.McpResource>
+  readonly wire: ReadonlyArray<JsonObject>
+}
+
+/** Every resource template of the server: decoded, and exactly as sent (all pages merged). */
+export interface ResourceTemplateList {
+  readonly templates: ReadonlyArray<McpResource.McpResourceTemplate>
+  readonly wire: ReadonlyArray<JsonObject>
+}
+
+/** A `resources/read` answer: its contents (blobs decoded to bytes) and the result exactly as sent. */
+export interface ReadOutcome {
+  readonly contents: ReadonlyArray<McpResource.McpResourceContents>
+  readonly wire: JsonObject
+}
+
+/** Every prompt of the server: decoded, and exactly as sent (all pages merged). */
+export interface PromptList {
+  readonly prompts: ReadonlyArray<McpPrompt.McpPrompt>
+  readonly wire: ReadonlyArray<JsonObject>
+}
+
+/** A `prompts/get` answer: decoded, and exactly as sent. */
+export interface PromptOutcome {
+  readonly result: McpPrompt.PromptResult
+  readonly wire: JsonObject
+}
+
+/** What a completion is for: a prompt's argument, or a resource template's variable. */
+export type CompletionRef =
+  | { readonly type: "ref/prompt"; readonly name: string }
+  | { readonly type: "ref/resource"; readonly uri: string }
 
 /** Per-request options. */
 export interface RequestOptions {
@@ -156,6 +197,45 @@ export interface Service {
     args?: JsonObject,
     options?: RequestOptions
   ) => Effect.Effect<CallOutcome, McpError.McpError>
+  /** Lists every resource (following `nextCursor`). Needs the server's `resources` capability. */
+  readonly listResources: Effect.Effect<ResourceList, McpError.McpError>
+  /** Lists every resource template (following `nextCursor`). Needs `resources`. */
+  readonly listResourceTemplates: Effect.Effect<ResourceTemplateList, McpError.McpError>
+  /** Reads a resource: text, or blobs decoded from base64. Needs `resources`. */
+  readonly readResource: (uri: string) => Effect.Effect<ReadOutcome, McpError.McpError>
+  /** `resources/subscribe`. Needs `resources.subscribe`. */
+  readonly subscribeResource: (uri: string) => Effect.Effect<void, McpError.McpError>
+  /** `resources/unsubscribe`. Needs `resources.subscribe`. */
+  readonly unsubscribeResource: (uri: string) => Effect.Effect<void, McpError.McpError>
+  /**
+   * Subscribes to `uri` for as long as the stream runs (unsubscribing when it ends) and emits the
+   * URI on each `notifications/resources/updated` for it.
+   */
+  readonly watchResource: (uri: string) => Stream.Stream<string, McpError.McpError>
+  /** The URI of every `notifications/resources/updated`. */
+  readonly resourceUpdates: Stream.Stream<string>
+  /** One element per `notifications/resources/list_changed`. */
+  readonly resourceListChanges: Stream.Stream<void>
+  /** Lists every prompt (following `nextCursor`). Needs the server's `prompts` capability. */
+  readonly listPrompts: Effect.Effect<PromptList, McpError.McpError>
+  /** `prompts/get` with string arguments. Needs `prompts`. */
+  readonly getPrompt: (
+    name: string,
+    args?: Readonly<Record<string, string>>
+  ) => Effect.Effect<PromptOutcome, McpError.McpError>
+  /** One element per `notifications/prompts/list_changed`. */
+  readonly promptListChanges: Stream.Stream<void>
+  /**
+   * `completion/complete`: values for a prompt's argument or a resource template's variable;
+   * `context` holds the arguments already chosen. Needs the server's `completions` capability.
+   */
+  readonly complete: (
+    ref: CompletionRef,
+    argument: { readonly name: string; readonly value: string },
+    context?: Readonly<Record<string, string>>
+  ) => Effect.Effect<McpPrompt.Completion, McpError.McpError>
+  /** `logging/setLevel`: the least severe level the server should send. Needs `logging`. */
+  readonly setLogLevel: (level: McpLog.Level) => Effect.Effect<void, McpError.McpError>
   /** Sends any request and returns its raw `result`. */
   readonly request: (
     method: string,
@@ -207,6 +287,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
   Effect.gen(function*() {
     const transport = yield* Transport
     const elicitationHandler = Option.getOrUndefined(yield* Effect.serviceOption(Elicitation.ElicitationHandler))
+    const roots = Option.getOrUndefined(yield* Effect.serviceOption(Roots.Roots))
     // Every line of this connection goes to the sink in place at connect time, whichever fiber logs it.
     const sink = yield* McpLog.McpLogSink
     const clock = yield* Effect.clock
@@ -228,7 +309,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     const serverRequests = yield* ServerRequests.make(conn, elicitationHandler, {
       pause: requests.pauseTimeouts,
       resume: requests.resumeTimeouts
-    })
+    }, roots)
     const cache = yield* ToolCache.make(conn, requests.request)
     const reader = Reader.make(conn, {
       requests,
@@ -246,7 +327,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     yield* Effect.addFinalizer(() => requests.closeWith(new McpError.McpConnectionClosed({ server: conn.server })))
 
     // --- initialize ------------------------------------------------------------------------
-    const identity = yield* initialize(conn, elicitationHandler, requests.send, requests.notify)
+    const identity = yield* initialize(conn, elicitationHandler, roots !== undefined, requests.send, requests.notify)
     const serverName = typeof identity.serverInfo.name === "string" ? identity.serverInfo.name : "unknown"
 
     // --- tasks and tools/call (what the negotiated revision has) -----------------------------
@@ -266,6 +347,27 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     const { callTool } = ToolCalls.make(conn, requests, cache, features, serverTaskCalls, tasks.callAsTask)
 
     const server = conn.server
+    const request: Service["request"] = (method, params, options) =>
+      Span.hot(
+        method,
+        () => Span.requestAttributes(server, method),
+        (span) => requests.request(method, params, span === undefined ? options : { ...options, traceSpan: span })
+      )
+    // --- roots, resources, prompts, completions, log levels ----------------------------------
+    if (roots !== undefined) {
+      yield* roots.changes.pipe(
+        Stream.runForEach(() => requests.notify("notifications/roots/list_changed")),
+        Effect.forkScoped
+      )
+    }
+    const resources = Resources.make(conn, identity.capabilities, request, notifications)
+    const prompts = Prompts.make(conn, identity.capabilities, request, notifications)
+    const setLogLevel = (level: McpLog.Level) =>
+      Effect.zipRight(
+        Listing.requireCapability(conn, identity.capabilities, "logging", "logging/setLevel"),
+        request("logging/setLevel", { level })
+      ).pipe(Effect.asVoid)
+
     return {
       server,
       identity,
@@ -274,12 +376,10 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       toolList: cache.currentTools,
       toolListChanges: cache.toolList.changes.pipe(Stream.filterMap((x) => x)),
       callTool,
-      request: (method, params, options) =>
-        Span.hot(
-          method,
-          () => Span.requestAttributes(server, method),
-          (span) => requests.request(method, params, span === undefined ? options : { ...options, traceSpan: span })
-        ),
+      ...resources,
+      ...prompts,
+      setLogLevel,
+      request,
       notify: requests.notify,
       events: Stream.fromPubSub(events),
       notifications: Stream.fromPubSub(notifications),

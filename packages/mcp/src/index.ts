@@ -35,6 +35,9 @@ export * as OutputSchema from "./OutputSchema.js"
 /** Protocol constants: the version, limits and default timeouts. */
 export * as Protocol from "./Protocol.js"
 
+/** Roots: the folders an app lets a server work in, and how the client tells it of changes. */
+export * as Roots from "./Roots.js"
+
 /** The stdio transport: a child process as a scoped resource. */
 export * as StdioTransport from "./StdioTransport.js"
 

@@ -37,6 +37,7 @@ export interface Settings {
   readonly taskTtlMillis: number | undefined
   readonly taskBounds: TaskPoller.Bounds
   readonly maxToolPages: number
+  readonly maxListPages: number
   readonly nameFromServerInfo: boolean
   readonly clientInfo: { readonly name: string; readonly version: string }
 }
@@ -60,6 +61,7 @@ export const settings = (options: Options): Settings => ({
       : {})
   },
   maxToolPages: options.maxToolPages ?? Protocol.MAX_TOOL_PAGES,
+  maxListPages: options.maxListPages ?? Protocol.MAX_TOOL_PAGES,
   nameFromServerInfo: options.nameFromServerInfo === true,
   clientInfo: options.clientInfo ?? Protocol.CLIENT_INFO
 })
@@ -92,6 +94,9 @@ export class Connection {
   /** Every line of this connection goes to the sink in place at connect time, whichever fiber logs it. */
   readonly log = (tag: McpLog.Tag, text: string): Effect.Effect<void> =>
     this.sink.emit({ server: this.server, tag, text })
+  /** The server broke the protocol (`detail` says how). */
+  readonly protocolError = (detail: string): McpError.McpProtocolError =>
+    new McpError.McpProtocolError({ server: this.server, detail })
   readonly relabel = <E extends McpError.McpError>(error: E): E =>
     this.renamed ? McpError.withServer(error, this.server) : error
 }

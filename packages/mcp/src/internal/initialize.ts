@@ -16,6 +16,7 @@ import * as Span from "./span.js"
 export const initialize = (
   conn: Connection,
   elicitationHandler: Elicitation.Handler | undefined,
+  roots: boolean,
   send: (
     method: string,
     params: unknown,
@@ -34,6 +35,7 @@ export const initialize = (
           protocolVersion: Protocol.PROTOCOL_VERSION,
           capabilities: {
             experimental: { tasks: {} },
+            ...(roots ? { roots: { listChanged: true } } : {}),
             ...(elicitationHandler === undefined
               ? {}
               : { elicitation: elicitationHandler.url ? { form: {}, url: {} } : { form: {} } })

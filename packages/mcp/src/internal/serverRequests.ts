@@ -1,5 +1,5 @@
 /**
- * Requests the server sends the client (`ping`, `elicitation/create`): each runs in its own fiber,
+ * Requests the server sends the client (`ping`, `elicitation/create`, `roots/list`): each runs in its own fiber,
  * keyed by id so `notifications/cancelled` can stop it, and gets exactly one answer — unless the
  * server cancelled it. An elicitation pauses every request's timeout while a person answers.
  */
@@ -14,6 +14,7 @@ import * as Predicate from "effect/Predicate"
 import type * as Scope from "effect/Scope"
 import * as Elicitation from "../Elicitation.js"
 import * as JsonRpc from "../JsonRpc.js"
+import type * as Roots from "../Roots.js"
 import type { Connection } from "./connection.js"
 
 /** One connection's handling of server requests. */
@@ -29,7 +30,8 @@ export interface ServerRequests {
 export const make = (
   conn: Connection,
   elicitationHandler: Elicitation.Handler | undefined,
-  timeouts: { readonly pause: () => void; readonly resume: () => void }
+  timeouts: { readonly pause: () => void; readonly resume: () => void },
+  roots: Roots.Service | undefined
 ): Effect.Effect<ServerRequests, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { log, transport } = conn
@@ -124,9 +126,15 @@ export const make = (
           return Effect.succeed({})
         case "elicitation/create":
           return elicit(message.params)
-        default:
-          return Effect.fail({ code: JsonRpc.ErrorCode.MethodNotFound, message: `method not found: ${message.method}` })
+        case "roots/list":
+          if (roots === undefined) break
+          return Effect.map(roots.list, (list) => ({
+            roots: list.map((
+              root
+            ) => (root.name === undefined ? { uri: root.uri } : { uri: root.uri, name: root.name }))
+          }))
       }
+      return Effect.fail({ code: JsonRpc.ErrorCode.MethodNotFound, message: `method not found: ${message.method}` })
     }
 
     return {

@@ -17,6 +17,7 @@ import { reportFailures, stdout } from "./Io.js"
 import * as Lazy from "./Lazy.js"
 import * as McpCommands from "./McpCommands.js"
 import * as ModelCommands from "./ModelCommands.js"
+import * as ResourceCommands from "./ResourceCommands.js"
 import * as SecretCommands from "./SecretCommands.js"
 import * as Serve from "./Serve.js"
 import * as Target from "./Target.js"
@@ -75,6 +76,10 @@ export const command = Command.make("skald").pipe(
   Command.withSubcommands([
     tools,
     call,
+    ResourceCommands.resources,
+    ResourceCommands.read,
+    ResourceCommands.prompts,
+    ResourceCommands.prompt,
     McpCommands.command,
     SecretCommands.command,
     Serve.command,

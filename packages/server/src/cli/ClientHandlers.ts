@@ -6,6 +6,7 @@
  */
 import * as Elicitation from "@skald/mcp/Elicitation"
 import * as McpClient from "@skald/mcp/McpClient"
+import * as Roots from "@skald/mcp/Roots"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
@@ -23,19 +24,22 @@ export const TOOLS_QUIET_PERIOD = Duration.millis(300)
 
 /**
  * Runs `use` with a client of the command line's target, closing it afterwards. The client
- * declares elicitation and answers with `handler` (default: decline).
+ * declares elicitation and answers with `handler` (default: decline), and roots when `--root`
+ * was given.
  */
-const withClient = <A, E, R>(
+export const withClient = <A, E, R>(
   target: Target.Http,
   use: (client: McpClient.Service) => Effect.Effect<A, E, R>,
   handler: Elicitation.Handler = Elicit.declining
 ) =>
   Effect.gen(function*() {
     const layer = yield* TargetClient.clientLayer(target)
-    return yield* Effect.flatMap(McpClient.McpClient, use).pipe(
+    const roots = yield* TargetClient.rootsOf(target.root)
+    const connected = Effect.flatMap(McpClient.McpClient, use).pipe(
       Effect.provide(layer),
       Effect.provideService(Elicitation.ElicitationHandler, handler)
     )
+    return yield* (roots === undefined ? connected : Effect.provideService(connected, Roots.Roots, roots))
   })
 
 /** `skald tools`. */
@@ -51,12 +55,12 @@ export const tools = ({ json, ...target }: ToolsArgs) =>
     })).pipe(Effect.withSpan("skald tools"))
 
 /** `skald call`. */
-export const call = ({ apiKeyEnv, http, json, mediaDir, tool, ...given }: CallArgs) =>
+export const call = ({ apiKeyEnv, http, json, mediaDir, root, tool, ...given }: CallArgs) =>
   Effect.gen(function*() {
     const parsed = yield* CallParse.parse(given)
     const { callOptions, done } = CallParse.display(parsed)
     // The result is printed before the connection closes (a server may take seconds to stop).
-    const exit = yield* Effect.exit(withClient({ http, apiKeyEnv }, (client) =>
+    const exit = yield* Effect.exit(withClient({ http, apiKeyEnv, root }, (client) =>
       client.callTool(tool, parsed.params, callOptions).pipe(
         Effect.ensuring(done),
         Effect.tap((outcome) =>

@@ -1,5 +1,5 @@
 /**
- * `skald mcp add|show|list|tools|call|enable|disable|restart|rm|logs|import`: the server registry
+ * `skald mcp add|show|list|tools|call|resources|read|prompts|prompt|enable|disable|restart|rm|logs|import`: the server registry
  * from the command line. They write the database directly, so they work whether or not
  * `skald serve` runs, and a running host picks the change up within about a second. `tools` and
  * `call` connect to the one server in this process. The commands and their options; what they do
@@ -14,6 +14,7 @@ import * as CallOptions from "./CallOptions.js"
 import * as Help from "./Help.js"
 import * as Host from "./Host.js"
 import * as Lazy from "./Lazy.js"
+import * as Resource from "./ResourceCommands.js"
 
 const json = Options.boolean("json").pipe(Options.withDescription("Print JSON instead of text."))
 
@@ -125,6 +126,10 @@ const addConfig = {
     Options.withDescription("The variable (stored secret or environment) holding the api key: stored as ${VAR}."),
     Options.optional
   ),
+  root: Options.text("root").pipe(
+    Options.withDescription("A folder offered to the server as an MCP root (stored absolute); repeat it for several."),
+    Options.repeated
+  ),
   replace: Options.boolean("replace").pipe(
     Options.withDescription("Replace the server of that name if one is registered (without it: refused).")
   ),
@@ -144,7 +149,8 @@ const add = Command.make("add", addConfig, Lazy.handler(() => import("./McpHandl
     examples: [
       "skald mcp add weather --secret-env API_TOKEN=s3cr3t -- node weather.js",
       "skald mcp add docs --http https://example.com/mcp --api-key-env DOCS_KEY",
-      "skald mcp add weather --replace -- node weather.js --units metric"
+      "skald mcp add weather --replace -- node weather.js --units metric",
+      "skald mcp add files --root ~/projects/site -- npx -y @modelcontextprotocol/server-filesystem"
     ]
   }))
 )
@@ -217,6 +223,76 @@ const call = Command.make("call", callConfig, Lazy.handler(() => import("./McpHa
       "skald mcp call weather forecast --args '{\"city\":\"Oslo\"}'",
       "skald mcp call weather forecast --args @- --timeout 30 < args.json"
     ]
+  }))
+)
+
+const mcpResourcesConfig = { server: serverName, json: Resource.json, home: Host.home }
+
+/** What `skald mcp resources` parsed. */
+export type McpResourcesArgs = Command.Command.ParseConfig<typeof mcpResourcesConfig>
+
+/** `skald mcp resources`. */
+const resources = Command.make(
+  "resources",
+  mcpResourcesConfig,
+  Lazy.handler(Resource.load, (m) => m.mcpResources)
+).pipe(Command.withDescription(Help.about({
+  summary: "List the resources and resource templates of a registered server, connecting it in this process.",
+  usage: ["skald mcp resources [options] NAME"],
+  examples: ["skald mcp resources docs", "skald mcp resources docs --json"]
+})))
+
+const mcpReadConfig = {
+  server: serverName,
+  uri: Resource.uri,
+  json: Resource.json,
+  mediaDir: Resource.mediaDir,
+  home: Host.home
+}
+
+/** What `skald mcp read` parsed. */
+export type McpReadArgs = Command.Command.ParseConfig<typeof mcpReadConfig>
+
+/** `skald mcp read`. */
+const read = Command.make("read", mcpReadConfig, Lazy.handler(Resource.load, (m) => m.mcpRead)).pipe(
+  Command.withDescription(Help.about({
+    summary: "Read one resource of a registered server (as `skald read`), connecting it in this process.",
+    usage: ["skald mcp read [options] NAME URI"],
+    examples: ["skald mcp read docs docs://index"]
+  }))
+)
+
+const mcpPromptsConfig = { server: serverName, json: Resource.json, home: Host.home }
+
+/** What `skald mcp prompts` parsed. */
+export type McpPromptsArgs = Command.Command.ParseConfig<typeof mcpPromptsConfig>
+
+/** `skald mcp prompts`. */
+const prompts = Command.make("prompts", mcpPromptsConfig, Lazy.handler(Resource.load, (m) => m.mcpPrompts)).pipe(
+  Command.withDescription(Help.about({
+    summary: "List the prompts of a registered server, connecting it in this process.",
+    usage: ["skald mcp prompts [options] NAME"],
+    examples: ["skald mcp prompts docs"]
+  }))
+)
+
+const mcpPromptConfig = {
+  server: serverName,
+  name: Args.text({ name: "PROMPT" }).pipe(Args.withDescription("The prompt to get.")),
+  args: Resource.promptArgs,
+  json: Resource.json,
+  home: Host.home
+}
+
+/** What `skald mcp prompt` parsed. */
+export type McpPromptArgs = Command.Command.ParseConfig<typeof mcpPromptConfig>
+
+/** `skald mcp prompt`. */
+const prompt = Command.make("prompt", mcpPromptConfig, Lazy.handler(Resource.load, (m) => m.mcpPrompt)).pipe(
+  Command.withDescription(Help.about({
+    summary: "Get one prompt of a registered server (as `skald prompt`), connecting it in this process.",
+    usage: ["skald mcp prompt [options] NAME PROMPT"],
+    examples: ["skald mcp prompt docs summarize --args '{\"topic\":\"roots\"}'"]
   }))
 )
 
@@ -325,6 +401,10 @@ export const command = Command.make("mcp").pipe(
     list,
     tools,
     call,
+    resources,
+    read,
+    prompts,
+    prompt,
     toggle(true),
     toggle(false),
     restart,

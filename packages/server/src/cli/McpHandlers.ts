@@ -57,6 +57,7 @@ const addRequest = (o: {
   readonly http: Option.Option<string>
   readonly apiKey: Option.Option<string>
   readonly apiKeyEnv: Option.Option<string>
+  readonly root: ReadonlyArray<string>
   readonly replace: boolean
 }) =>
   Effect.gen(function*() {
@@ -98,6 +99,7 @@ const addRequest = (o: {
       transport,
       description: Option.getOrUndefined(o.description),
       friendlyName: Option.getOrUndefined(o.friendlyName),
+      roots: o.root,
       replace: o.replace
     } satisfies Registration.Request as Registration.Request
   })
@@ -193,6 +195,7 @@ export const show = ({ home, json, name }: ShowArgs) =>
       } else {
         rows.push(["url", view.url], ["api key", view.apiKey ?? ""])
       }
+      for (const root of view.roots ?? []) rows.push(["root", root])
       rows.push(
         ["description", view.description ?? ""],
         ["friendly name", view.friendlyName ?? ""],
@@ -218,7 +221,7 @@ const shellWord = (arg: string): string =>
  * runs `use` with its client; elicitations are answered by `handler` (a prompt on a terminal, else
  * decline).
  */
-const withServer = <A, E, R>(
+export const withServer = <A, E, R>(
   home: Option.Option<string>,
   name: ServerName.ServerName,
   use: (connection: Connector.Connection) => Effect.Effect<A, E, R>,

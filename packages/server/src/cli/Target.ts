@@ -1,6 +1,6 @@
 /**
  * The server a one-off command talks to: `--http URL [--api-key-env VAR]`, or `-- CMD [ARGS…]`
- * (stdio). Everything after the first `--` of the command line is the server's, passed untouched.
+ * (stdio), and the folders it is offered as roots (`--root PATH`, repeatable). Everything after the first `--` of the command line is the server's, passed untouched.
  * The options only: the client layer they lead to is in TargetClient.ts, which the command tree
  * does not load.
  *
@@ -24,7 +24,7 @@ export const splitArgv = (
   return at === -1 ? { own: [...argv], server: [] } : { own: argv.slice(0, at), server: argv.slice(at + 1) }
 }
 
-/** The `--http` and `--api-key-env` options, shared by every one-off command. */
+/** The `--http`, `--api-key-env` and `--root` options, shared by every one-off command. */
 export const options = {
   http: Options.text("http").pipe(
     Options.withDescription("The URL of a streamable HTTP (or legacy SSE) MCP server, instead of `-- CMD`."),
@@ -33,6 +33,10 @@ export const options = {
   apiKeyEnv: Options.text("api-key-env").pipe(
     Options.withDescription("The environment variable holding the server's api key (sent as a bearer token)."),
     Options.optional
+  ),
+  root: Options.text("root").pipe(
+    Options.withDescription("A folder the server is offered as a root (MCP roots); repeat it for several."),
+    Options.repeated
   )
 }
 
@@ -40,4 +44,5 @@ export const options = {
 export interface Http {
   readonly http: Option.Option<string>
   readonly apiKeyEnv: Option.Option<string>
+  readonly root: ReadonlyArray<string>
 }

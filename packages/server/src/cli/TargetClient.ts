@@ -5,15 +5,33 @@
  * @since 0.1.0
  */
 import type { McpClient } from "@skald/mcp"
+import * as Roots from "@skald/mcp/Roots"
 import * as StdioTransport from "@skald/mcp/StdioTransport"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { UsageError } from "./CliError.js"
 import { stderr } from "./Io.js"
 import * as Settings from "./Settings.js"
 import { type Http, ServerCommandLine } from "./Target.js"
+
+/**
+ * The `--root` folders as MCP roots (absolute `file://` URIs, named by their basenames), or
+ * undefined when none was given (the client then declares no roots). A path that is not a folder
+ * is a usage error.
+ */
+export const rootsOf = (paths: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    if (paths.length === 0) return undefined
+    for (const path of paths) {
+      if (!Fs.statSync(path, { throwIfNoEntry: false })?.isDirectory()) {
+        return yield* new UsageError({ message: `--root ${JSON.stringify(path)}: no such folder` })
+      }
+    }
+    return Roots.fixed(paths.map((path) => Roots.fromPath(path)))
+  })
 
 /** A client layer for the target of this command line. */
 export const clientLayer = (target: Http) =>

@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import type { McpError, McpServerEntry } from "@skald/domain"
-import { HttpTransport, McpClient, McpEvents, McpLog, type OAuth, StdioTransport, Transport } from "@skald/mcp"
+import { HttpTransport, McpClient, McpEvents, McpLog, type OAuth, Roots, StdioTransport, Transport } from "@skald/mcp"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
@@ -49,12 +49,16 @@ export interface Connection {
 /** Why a server could not be connected. */
 export type ConnectError = McpError.McpError | StartTimeout | UnknownSecretReference | SecretStoreError
 
-/** Connects a server whose config is already resolved, within the start timeout. */
+/**
+ * Connects a server whose config is already resolved, within the start timeout. `roots` (its
+ * config's, absolute folders) are offered to it as MCP roots; none: no roots are declared.
+ */
 export const connectResolved = (
   server: string,
   resolved: Resolved,
   options: Options,
-  sinks: Sinks = {}
+  sinks: Sinks = {},
+  roots: ReadonlyArray<string> = []
 ): Effect.Effect<Connection, McpError.McpError | StartTimeout, Scope.Scope> =>
   Effect.gen(function*() {
     const clientOptions: McpClient.Options = { startTimeout: options.startTimeout, callTimeout: options.callTimeout }
@@ -70,7 +74,10 @@ export const connectResolved = (
       })
       : yield* HttpTransport.make({ server, url: resolved.url, apiKey: resolved.apiKey, auth: sinks.auth })
     if (sinks.spawned !== undefined && transport.pid !== undefined) yield* sinks.spawned(transport.pid)
-    const client = yield* McpClient.make(clientOptions).pipe(Effect.provideService(Transport.Transport, transport))
+    const make = McpClient.make(clientOptions).pipe(Effect.provideService(Transport.Transport, transport))
+    const client = yield* (roots.length === 0
+      ? make
+      : Effect.provideService(make, Roots.Roots, Roots.fixed(roots.map((root) => Roots.fromPath(root)))))
     return { client, pid: transport.pid }
   }).pipe(
     sinks.log === undefined ? (e) => e : Effect.provideService(McpLog.McpLogSink, sinks.log),
@@ -99,5 +106,11 @@ export const connect = (
   Effect.gen(function*() {
     const resolved = yield* (yield* SecretStore).resolve(entry.name, entry.config)
     const auth = yield* oauthFor(entry.name, resolved)
-    return yield* connectResolved(entry.name, resolved, options, { ...sinks(resolved.secrets), auth })
+    return yield* connectResolved(
+      entry.name,
+      resolved,
+      options,
+      { ...sinks(resolved.secrets), auth },
+      entry.config.roots
+    )
   })

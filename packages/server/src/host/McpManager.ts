@@ -340,7 +340,7 @@ const make = (
             group = leader === undefined ? { pid } : { pid, pgid: leader.pgid, startTime: leader.startTime }
             return record(name, "starting", group)
           }
-        })
+        }, entry.config.roots)
         const list = yield* connection.client.tools
         const running: Running = {
           entry,

@@ -49,7 +49,7 @@ export interface Service {
 /** The server registry. */
 export class McpServerRepo extends Context.Tag("@skald/server/McpServerRepo")<McpServerRepo, Service>() {}
 
-/** A `mcp_servers` row (`args` and `env` are JSON columns). */
+/** A `mcp_servers` row (`args`, `env` and `roots` are JSON columns). */
 const Row = Schema.Struct({
   name: Schema.String,
   transport: Schema.Literal("stdio", "http"),
@@ -60,7 +60,8 @@ const Row = Schema.Struct({
   api_key: Schema.NullOr(Schema.String),
   description: Schema.NullOr(Schema.String),
   friendly_name: Schema.NullOr(Schema.String),
-  enabled: Schema.Literal(0, 1)
+  enabled: Schema.Literal(0, 1),
+  roots: Schema.parseJson()
 })
 type Row = typeof Row.Type
 
@@ -69,13 +70,16 @@ const StampRow = Schema.Struct({ name: Schema.String, updated_at: Schema.String 
 const decodeStdio = Schema.decodeUnknown(ServerConfig.StdioServerConfig)
 const decodeHttp = Schema.decodeUnknown(ServerConfig.HttpServerConfig)
 
-const fromRow = (row: Row): Effect.Effect<McpServerEntry.McpServerEntry, CorruptRow> =>
-  (row.transport === "stdio"
-    ? decodeStdio({ _tag: "stdio", command: row.command, args: row.args, env: row.env })
+const fromRow = (row: Row): Effect.Effect<McpServerEntry.McpServerEntry, CorruptRow> => {
+  // `[]` (the column's default) is no roots: the config then has none.
+  const roots = Array.isArray(row.roots) && row.roots.length === 0 ? {} : { roots: row.roots }
+  return (row.transport === "stdio"
+    ? decodeStdio({ _tag: "stdio", command: row.command, args: row.args, env: row.env, ...roots })
     : decodeHttp({
       _tag: "http",
       url: row.url,
-      ...(row.api_key === null ? {} : { apiKey: row.api_key })
+      ...(row.api_key === null ? {} : { apiKey: row.api_key }),
+      ...roots
     }) as Effect.Effect<
       ServerConfig.ServerConfig,
       ParseError
@@ -91,13 +95,14 @@ const fromRow = (row: Row): Effect.Effect<McpServerEntry.McpServerEntry, Corrupt
         })
       )
     )
+}
 
 /** The SQL implementation. */
 export const layer: Layer.Layer<McpServerRepo, never, SqlClient.SqlClient> = Layer.effect(
   McpServerRepo,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const columns = sql`name, transport, command, args, env, url, api_key, description, friendly_name, enabled`
+    const columns = sql`name, transport, command, args, env, url, api_key, description, friendly_name, enabled, roots`
     const all = SqlSchema.findAll({
       Request: Schema.Void,
       Result: Row,
@@ -144,14 +149,17 @@ export const layer: Layer.Layer<McpServerRepo, never, SqlClient.SqlClient> = Lay
           const c = entry.config
           const stdio = c._tag === "stdio"
           return sql`INSERT INTO mcp_servers
-          (name, transport, command, args, env, url, api_key, description, friendly_name, enabled, created_at, updated_at)
+          (name, transport, command, args, env, url, api_key, description, friendly_name, enabled, roots, created_at,
+            updated_at)
           VALUES (${entry.name}, ${c._tag}, ${stdio ? c.command : null}, ${JSON.stringify(stdio ? c.args : [])},
             ${JSON.stringify(stdio ? c.env : {})}, ${stdio ? null : c.url}, ${stdio ? null : c.apiKey ?? null},
-            ${entry.description ?? null}, ${entry.friendlyName ?? null}, ${entry.enabled ? 1 : 0}, ${at}, ${at})
+            ${entry.description ?? null}, ${entry.friendlyName ?? null}, ${entry.enabled ? 1 : 0},
+            ${JSON.stringify(c.roots ?? [])}, ${at}, ${at})
           ON CONFLICT (name) DO UPDATE SET
             transport = excluded.transport, command = excluded.command, args = excluded.args, env = excluded.env,
             url = excluded.url, api_key = excluded.api_key, description = excluded.description,
-            friendly_name = excluded.friendly_name, enabled = excluded.enabled, updated_at = excluded.updated_at`
+            friendly_name = excluded.friendly_name, enabled = excluded.enabled, roots = excluded.roots,
+            updated_at = excluded.updated_at`
             .pipe(Effect.asVoid)
         }).pipe(Rows.storage(`store the registration of MCP server '${entry.name}'`)),
       remove: (name) =>

@@ -11,6 +11,8 @@ import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
 import { InvalidServerEntry, ServerAlreadyRegistered } from "./HostError.js"
 import { validate } from "./McpManager.js"
 import { McpServerRepo } from "./McpServerRepo.js"
@@ -46,6 +48,8 @@ export interface Request {
   readonly friendlyName?: string | undefined
   /** Default true. */
   readonly enabled?: boolean | undefined
+  /** Folders offered to the server as MCP roots (made absolute from the current folder). Default none. */
+  readonly roots?: ReadonlyArray<string> | undefined
   /** Replace an entry of the same name instead of refusing. Default false. */
   readonly replace?: boolean | undefined
 }
@@ -90,6 +94,12 @@ export const plan = (request: Request): Effect.Effect<Planned, InvalidServerEntr
     return `\${${secret}}`
   }
   const t = request.transport
+  const given = request.roots ?? []
+  if (given.some((root) => root.trim().length === 0)) return invalid("a root folder path is empty")
+  const absolute = [...new Set(given.map((root) => Path.resolve(root)))]
+  const missing = absolute.find((root) => !Fs.statSync(root, { throwIfNoEntry: false })?.isDirectory())
+  if (missing !== undefined) return invalid(`the root ${JSON.stringify(missing)} is not a folder`)
+  const roots = absolute.length === 0 ? {} : { roots: absolute }
   let config: ServerConfig.ServerConfig
   if (t._tag === "stdio") {
     if (t.command.trim().length === 0) return invalid("the command is empty")
@@ -99,7 +109,7 @@ export const plan = (request: Request): Effect.Effect<Planned, InvalidServerEntr
       if (Object.hasOwn(env, key)) return invalid(`the environment variable ${key} is given twice`)
       env[key] = Object.hasOwn(t.secretEnv, key) ? toReference(value, key) : value
     }
-    config = ServerConfig.StdioServerConfig.make({ command: t.command, args: [...t.args], env })
+    config = ServerConfig.StdioServerConfig.make({ command: t.command, args: [...t.args], env, ...roots })
   } else {
     if (t.apiKey !== undefined && t.apiKeyVariable !== undefined) {
       return invalid("give either the api key or the variable holding it, not both")
@@ -112,7 +122,7 @@ export const plan = (request: Request): Effect.Effect<Planned, InvalidServerEntr
       : t.apiKey === undefined || t.apiKey.length === 0
       ? undefined
       : toReference(t.apiKey, API_KEY_FIELD)
-    config = ServerConfig.HttpServerConfig.make(apiKey === undefined ? { url: t.url } : { url: t.url, apiKey })
+    config = ServerConfig.HttpServerConfig.make({ url: t.url, ...(apiKey === undefined ? {} : { apiKey }), ...roots })
   }
   const entry = McpServerEntry.McpServerEntry.make({
     name,
@@ -138,6 +148,7 @@ export const describe = (entry: McpServerEntry.McpServerEntry) => {
     ...(entry.friendlyName === undefined ? {} : { friendlyName: entry.friendlyName }),
     ...(entry.description === undefined ? {} : { description: entry.description }),
     enabled: entry.enabled,
+    ...(c.roots === undefined || c.roots.length === 0 ? {} : { roots: [...c.roots] }),
     ...(c._tag === "stdio"
       ? { transport: "stdio" as const, command: c.command, args: [...c.args], env: { ...c.env } }
       : {

@@ -27,12 +27,8 @@ const withField = (
   return McpServerEntry.McpServerEntry.make({
     ...entry,
     config: config._tag === "http"
-      ? ServerConfig.HttpServerConfig.make({ url: config.url, apiKey: template })
-      : ServerConfig.StdioServerConfig.make({
-        command: config.command,
-        args: config.args,
-        env: { ...config.env, [field]: template }
-      })
+      ? ServerConfig.HttpServerConfig.make({ ...config, apiKey: template })
+      : ServerConfig.StdioServerConfig.make({ ...config, env: { ...config.env, [field]: template } })
   })
 }
 

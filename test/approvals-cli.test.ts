@@ -5,15 +5,17 @@
  *   refused (it never reaches the server), stderr names it and says how to allow it, the session
  *   keeps it `denied`; the read-only call runs;
  * - `--approve allow` runs it; a `deny` rule from `skald approvals set` refuses it even then;
- * - `skald approvals list|set|rm`.
+ * - `skald approvals list|set|rm`;
+ * - `skald chat` on a terminal asks inline: `a` (always) runs the call and adds the rule, so the
+ *   next turn's call of that tool runs without a question.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { runSkald } from "./cli-support.js"
+import { runSkald, spawnTty } from "./cli-support.js"
 import { fixture } from "./fixtures/fixtures.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { makeHome } from "./host-support.js"
-import { readRecords, tempFile } from "./support.js"
+import { eventually, readRecords, tempFile } from "./support.js"
 
 type Json = Record<string, any>
 
@@ -128,6 +130,47 @@ describe("skald agent run --approve", () => {
         const again = yield* skald(["approvals", "rm", "--home", home, "mcp__notes__delete*"])
         assert.strictEqual(again.status, 2)
         assert.include(again.stderr, "no approval rule for mcp__notes__delete*")
+      }),
+    120_000
+  )
+})
+
+describe("skald chat on a terminal", () => {
+  it.scopedLive(
+    "an approval is asked inline; `a` runs it and allows the tool from then on",
+    () =>
+      Effect.gen(function*() {
+        const { home, ran } = yield* notesHome
+        const standin = yield* ModelStandin.start([
+          ModelStandin.toolCalls([{ id: "a1", name: "activate_tools", arguments: { groups: ["notes"] } }]),
+          ModelStandin.toolCalls([{ id: "d1", name: "mcp__notes__delete_note", arguments: { name: "draft" } }]),
+          ModelStandin.text(["Deleted."]),
+          ModelStandin.toolCalls([{ id: "d2", name: "mcp__notes__delete_note", arguments: { name: "old" } }]),
+          ModelStandin.text(["Deleted again."])
+        ])
+        const chat = spawnTty(["--home", home], modelEnv(standin.url))
+        const count = (text: string) => chat.output().split(text).length - 1
+        const question = "approve mcp__notes__delete_note? (not marked read-only)"
+        yield* eventually(() => count("> ") >= 1, "the prompt", "30 seconds")
+        chat.child.stdin.write("delete the draft\r")
+        yield* eventually(() => count(question) === 1, "the approval question", "30 seconds")
+        // Held while the question is open.
+        assert.deepStrictEqual(ran(), [])
+        assert.include(chat.output(), "a = always allow mcp__notes__delete_note")
+        chat.child.stdin.write("a\r")
+        yield* eventually(() => chat.output().includes("Deleted.") && count("> ") >= 2, "the answer, a new prompt")
+        chat.child.stdin.write("and the old one\r")
+        yield* eventually(() => chat.output().includes("Deleted again.") && count("> ") >= 3, "the second answer")
+        chat.child.stdin.write("\x04")
+        assert.strictEqual(yield* Effect.promise(() => chat.exited), 0, chat.output())
+        // Asked once: the second call ran by the rule `a` added.
+        assert.strictEqual(count(question), 1, chat.output())
+        assert.deepStrictEqual(ran(), ["delete_note", "delete_note"])
+        const listed = yield* skald(["approvals", "list", "--json", "--home", home])
+        assert.deepStrictEqual(
+          (JSON.parse(listed.stdout) as Array<Json>).map((r) => [r.pattern, r.decision]),
+          [["mcp__notes__delete_note", "allow"]]
+        )
       }),
     120_000
   )

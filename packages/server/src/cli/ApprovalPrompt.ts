@@ -12,7 +12,6 @@ import * as Effect from "effect/Effect"
 import * as FiberMap from "effect/FiberMap"
 import * as Stream from "effect/Stream"
 import { Inbox } from "../inbox/Inbox.js"
-import * as Elicit from "./Elicit.js"
 
 /** The question for an approval. */
 export const question = (item: InboxItem.Approval): string => {
@@ -42,13 +41,49 @@ export const answerOf = (line: string | undefined): InboxItem.InboxAnswer | unde
   }
 }
 
+/**
+ * Reads one answer line from the terminal (`undefined`: end of input). It listens to stdin without
+ * a readline interface of its own and leaves stdin as it found it: in `skald chat` the REPL's
+ * readline keeps reading (it must see Ctrl-C, and it echoes what is typed), and closing a second
+ * interface would pause the stream under it.
+ */
+const readAnswer = (prompt: string): Effect.Effect<string | undefined> =>
+  Effect.async<string | undefined>((resume) => {
+    const input = process.stdin
+    process.stderr.write(prompt)
+    const wasPaused = input.isPaused()
+    let line = ""
+    const cleanup = () => {
+      input.off("data", onData)
+      input.off("end", onEnd)
+      if (wasPaused) input.pause()
+    }
+    const finish = (result: string | undefined) => {
+      cleanup()
+      resume(Effect.succeed(result))
+    }
+    const onData = (chunk: Buffer | string) => {
+      for (const char of chunk.toString()) {
+        if (char === "\r" || char === "\n") return finish(line)
+        if (char === "\u0004") return finish(undefined)
+        if (char === "\u007f" || char === "\b") line = line.slice(0, -1)
+        else if (char >= " ") line += char
+      }
+    }
+    const onEnd = () => finish(undefined)
+    input.on("data", onData)
+    input.once("end", onEnd)
+    input.resume()
+    return Effect.sync(cleanup)
+  })
+
 /** Asks one approval until it gets an answer, and gives it to the inbox. */
 const askOne = (inbox: Inbox, item: InboxItem.Approval) =>
   Effect.gen(function*() {
     let answer: InboxItem.InboxAnswer | undefined = undefined
     let prompt = question(item)
     while (answer === undefined) {
-      answer = answerOf(yield* Elicit.readLine(prompt, false))
+      answer = answerOf(yield* readAnswer(prompt))
       prompt = "  y, n or a: "
     }
     // Too late (the item ended meanwhile): nothing to do.

@@ -167,16 +167,15 @@ describe("approvals in the turn loop", () => {
       assert.deepStrictEqual(calls.map((c) => c.status), ["cancelled"])
     }))
 
-  it.scopedLive("no person there (mode deny): an ask is refused at once; allow rules still run", () =>
+  it.scopedLive("no person there (mode deny): an ask is refused at once; a read-only tool still runs", () =>
     Effect.gen(function*() {
-      const { agent, outcomes, ran, rules } = yield* setup([
+      const { agent, outcomes, ran } = yield* setup([
         Scripted.calls([
           { id: "c1", name: "mcp__notes__delete_note", params: { name: "a" } },
           { id: "c2", name: "mcp__notes__read_note", params: { name: "b" } }
         ]),
         Scripted.answer("done")
       ], { approvals: { mode: "deny" } })
-      yield* rules.set("mcp__other__*", "allow")
       const all = yield* events(agent.run({ message: "go" }))
       const done = all.filter((e): e is TurnEvent.ToolDone => e._tag === "ToolDone")
       assert.deepStrictEqual(done.map((e) => [e.name, e.status]), [
@@ -201,5 +200,35 @@ describe("approvals in the turn loop", () => {
       assert.include(done[0]!.result, "denied by the approval rule mcp__notes__*")
       assert.deepStrictEqual(ran(), [])
       assert.deepStrictEqual(yield* outcomes, [])
+    }))
+
+  it.scopedLive("the config tools pass the gate: list_items (read-only) runs, delete_mcp is refused with nobody to ask", () =>
+    Effect.gen(function*() {
+      const { agent, outcomes } = yield* setup([
+        Scripted.calls([{ id: "a1", name: "activate_tools", params: { groups: ["config"] } }]),
+        Scripted.calls([
+          { id: "l1", name: "list_items", params: { type: "mcp" } },
+          { id: "x1", name: "delete_mcp", params: { name: "notes" } }
+        ]),
+        Scripted.answer("done")
+      ], { approvals: { mode: "deny" } })
+      const all = yield* events(agent.run({ message: "clean up" }))
+      assert.deepStrictEqual(toolDone(all), [
+        ["activate_tools", "done"],
+        ["list_items", "done"],
+        ["delete_mcp", "denied"]
+      ])
+      assert.deepStrictEqual(yield* outcomes, [])
+    }))
+
+  it.scopedLive("an approval nobody answers expires at its deadline: the call is denied", () =>
+    Effect.gen(function*() {
+      const { agent, outcomes, ran } = yield* setup([deleteCall("c1"), Scripted.answer("ok")], {
+        approvals: { mode: "ask", deadline: "10 millis" }
+      })
+      const all = yield* events(agent.run({ message: "delete the draft" }))
+      assert.deepStrictEqual(toolDone(all), [["mcp__notes__delete_note", "denied"]])
+      assert.deepStrictEqual(yield* outcomes, ["mcp__notes__delete_note: expired"])
+      assert.deepStrictEqual(ran(), [])
     }))
 })

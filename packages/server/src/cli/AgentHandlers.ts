@@ -130,7 +130,9 @@ export const deniedNote = (names: ReadonlyArray<string>, mode: Approvals.Mode): 
   const tools = [...new Set(names)]
   const how = mode === "allow"
     ? "a rule refused them"
-    : `--approve ${mode} refused the calls that ask; run again with --approve allow to let them run`
+    : mode === "ask"
+    ? "they were refused when asked (or not answered in time)"
+    : "--approve deny refused the calls that ask (no terminal to ask on); run again with --approve allow to let them run"
   return `skald: denied (did not run): ${tools.join(", ")}. ${how}, or allow a tool with a rule: ` +
     `skald approvals set ${tools[0] ?? "TOOL"} allow (see skald approvals list)`
 }

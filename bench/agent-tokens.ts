@@ -16,6 +16,7 @@ import { HostServices, McpManager, Paths } from "@skald/server"
 import { Agent } from "@skald/server/agent/Agent"
 import { ChatStore } from "@skald/server/agent/ChatStore"
 import * as OpenAiCompatible from "@skald/server/agent/llm/OpenAiCompatible"
+import * as Approvals from "@skald/server/inbox/Approvals"
 import { Chunk, Context, Effect, Layer, Stream } from "effect"
 import { encode } from "gpt-tokenizer/encoding/o200k_base"
 import * as Fs from "node:fs"
@@ -124,6 +125,7 @@ export const runAgentTokensSection = () =>
       Layer.build(
         Agent.Default(options).pipe(
           Layer.provideMerge(ChatStore.Default),
+          Layer.provideMerge(Approvals.unattended("allow")),
           Layer.provide(
             Layer.effect(
               LanguageModel.LanguageModel,

@@ -60,6 +60,7 @@ import { ChatStore } from "@skald/server/agent/ChatStore"
 import * as JsonSchemaTool from "@skald/server/agent/llm/JsonSchemaTool"
 import * as OpenAiCompatible from "@skald/server/agent/llm/OpenAiCompatible"
 import * as StreamParts from "@skald/server/agent/llm/StreamParts"
+import * as Approvals from "@skald/server/inbox/Approvals"
 import { Context, Effect, Layer, Schedule, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -184,6 +185,7 @@ const setup = (s: Settings, home: string) =>
           // time per round is the figure, lazy loading's cost is bench/agent-tokens.ts's.
           Agent.Default({ agentsDir: Path.join(root, "agents"), alwaysOffered: "all" }).pipe(
             Layer.provideMerge(ChatStore.Default),
+            Layer.provideMerge(Approvals.unattended("allow")),
             Layer.provide(Layer.succeed(LanguageModel.LanguageModel, model)),
             Layer.provide(Layer.succeedContext(managerContext))
           )

@@ -13,6 +13,7 @@ import { Agent } from "@skald/server/agent/Agent"
 import { ChatStore } from "@skald/server/agent/ChatStore"
 import * as Grants from "@skald/server/agent/Grants"
 import * as OpenAiCompatible from "@skald/server/agent/llm/OpenAiCompatible"
+import * as Approvals from "@skald/server/inbox/Approvals"
 import { Chunk, Context, Effect, Exit, Layer, Scope, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -39,6 +40,7 @@ const host = (home: string, agentsDir: string, baseUrl: string, scope: Scope.Sco
     const layer = Agent.Default({ agentsDir, alwaysOffered: [] }).pipe(
       Layer.provideMerge(ChatStore.Default),
       Layer.provideMerge(Grants.Grants.Default),
+      Layer.provideMerge(Approvals.unattended("allow")),
       Layer.provide(model),
       Layer.provide(Layer.succeedContext(context))
     )

@@ -9,7 +9,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
-import { root, runSkald, skald as skaldBin, startServe, stopProcess } from "./cli-support.js"
+import { root, runSkald, skald as skaldBin, spawnTty, startServe, stopProcess } from "./cli-support.js"
 import { fixture } from "./fixtures/fixtures.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { makeHome, until } from "./host-support.js"
@@ -75,7 +75,10 @@ describe("skald agent run / chat against aimock", () => {
             SKALD_LLM_MODEL: "test-model",
             SKALD_LLM_API_KEY: "sk-test-not-a-real-key"
           }
-          const run = yield* skald(["agent", "run", "--home", home, "please echo two things"], env)
+          const run = yield* skald(
+            ["agent", "run", "--approve", "allow", "--home", home, "please echo two things"],
+            env
+          )
           assert.strictEqual(run.status, 0, run.stderr)
           assert.strictEqual(run.stdout, "Both echoed.\n")
           const session = /^session: (\S+)$/m.exec(run.stderr)?.[1]
@@ -97,7 +100,16 @@ describe("skald agent run / chat against aimock", () => {
           )
 
           // --json on a new session: every event a line, usage summed over both rounds.
-          const json = yield* skald(["agent", "run", "--json", "--home", home, "please echo two things"], env)
+          const json = yield* skald([
+            "agent",
+            "run",
+            "--approve",
+            "allow",
+            "--json",
+            "--home",
+            home,
+            "please echo two things"
+          ], env)
           assert.strictEqual(json.status, 0, json.stderr)
           const events = lines(json.stdout)
           assert.strictEqual(events[0]!._tag, "TurnStarted")
@@ -132,7 +144,11 @@ describe("skald agent run / chat against aimock", () => {
         })
         const home = yield* homeWith("echo", "echo")
         const env = { SKALD_LLM_PROVIDER: "openai", SKALD_LLM_BASE_URL: `${mock.url}/v1`, SKALD_LLM_MODEL: "m" }
-        const chat = yield* skald(["chat", "--home", home], env, "first question\n\nsecond question\n")
+        const chat = yield* skald(
+          ["chat", "--approve", "allow", "--home", home],
+          env,
+          "first question\n\nsecond question\n"
+        )
         assert.strictEqual(chat.status, 0, chat.stderr)
         assert.include(chat.stdout, "First answer.")
         assert.include(chat.stdout, "┌ tool mcp__echo__echo\n│ {\n│   \"message\": \"card\"\n│ }\n├ done\n│ card\n└")
@@ -161,7 +177,7 @@ describe("skald agent run / chat against aimock", () => {
         ])
         const home = yield* homeWith("echo", "echo")
         const env = { SKALD_LLM_PROVIDER: "openai", SKALD_LLM_BASE_URL: standin.url, SKALD_LLM_MODEL: "m" }
-        const run = yield* skald(["agent", "run", "--home", home, "try things"], env)
+        const run = yield* skald(["agent", "run", "--approve", "allow", "--home", home, "try things"], env)
         assert.strictEqual(run.status, 0, run.stderr)
         assert.strictEqual(run.stdout, "Recovered.\n")
         assert.include(run.stderr, `skald: tool mcp__echo__echo {"message":"fine"} → done`)
@@ -199,7 +215,7 @@ describe("skald agent run / chat against aimock", () => {
 
 /** Starts `skald agent run` and gives its process and output so far. */
 const spawnRun = (args: ReadonlyArray<string>, env: Record<string, string>) => {
-  const child = spawn(process.execPath, [skaldBin, "agent", "run", ...args], {
+  const child = spawn(process.execPath, [skaldBin, "agent", "run", "--approve", "allow", ...args], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"]
@@ -268,20 +284,6 @@ describe("skald agent run: Ctrl-C", () => {
 })
 
 /** `skald chat` on a pseudo-terminal (util-linux `script` makes one), with its output so far. */
-const spawnTty = (args: ReadonlyArray<string>, env: Record<string, string>) => {
-  const command = [process.execPath, skaldBin, "chat", ...args].map((a) => `'${a}'`).join(" ")
-  const child = spawn("script", ["-qfc", command, "/dev/null"], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ["pipe", "pipe", "pipe"]
-  })
-  let out = ""
-  child.stdout.on("data", (d: Buffer) => (out += d.toString()))
-  child.stderr.on("data", (d: Buffer) => (out += d.toString()))
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
-  return { child, output: () => out, exited }
-}
-
 describe("skald chat on a terminal", () => {
   it.scopedLive("Ctrl-C stops the running turn and gives the prompt back; Ctrl-D exits", () =>
     Effect.gen(function*() {

@@ -68,3 +68,21 @@ export const stopProcess = (child: ChildProcess): Promise<number | null> =>
     child.once("exit", (code) => resolve(code))
     child.kill("SIGTERM")
   })
+
+/**
+ * Starts `skald chat ARGS…` on a pseudo-terminal (util-linux `script`), giving its process and
+ * everything it has printed so far (stdout and stderr together, as a terminal shows them).
+ */
+export const spawnTty = (args: ReadonlyArray<string>, env: Record<string, string>) => {
+  const command = [process.execPath, skald, "chat", ...args].map((a) => `'${a}'`).join(" ")
+  const child = spawn("script", ["-qfc", command, "/dev/null"], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["pipe", "pipe", "pipe"]
+  })
+  let out = ""
+  child.stdout.on("data", (d: Buffer) => (out += d.toString()))
+  child.stderr.on("data", (d: Buffer) => (out += d.toString()))
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+  return { child, output: () => out, exited }
+}

@@ -10,6 +10,8 @@ import type { McpManager } from "@skald/server"
 import { Agent } from "@skald/server/agent/Agent"
 import type { Options as AgentOptions } from "@skald/server/agent/Agent"
 import { ChatStore } from "@skald/server/agent/ChatStore"
+import * as Approvals from "@skald/server/inbox/Approvals"
+import { Inbox } from "@skald/server/inbox/Inbox"
 import { Chunk, Context, Effect, Layer, Schema, Stream } from "effect"
 import { makeHome, startManager, waitForState } from "../host-support.js"
 import * as Scripted from "./scripted-model.js"
@@ -18,7 +20,7 @@ import * as Scripted from "./scripted-model.js"
 export const startAgent = (
   servers: ReadonlyArray<McpServerEntry.McpServerEntry>,
   script: ReadonlyArray<Scripted.Round>,
-  options: AgentOptions = {},
+  options: Options = {},
   managerOptions: Partial<McpManager.Options> = {}
 ) =>
   Effect.gen(function*() {
@@ -30,23 +32,33 @@ export const startAgent = (
     return { ...agent, manager, home }
   })
 
+/** The loop's options, and the approval gate's (default mode `allow`: no person is asked). */
+export type Options = AgentOptions & { readonly approvals?: Approvals.Options | undefined }
+
 /** The loop over an existing manager's context (its database) and a model playing `script`. */
 export const agentOver = <R>(
   context: Context.Context<R>,
   script: ReadonlyArray<Scripted.Round>,
-  options: AgentOptions = {}
+  options: Options = {}
 ) =>
   Effect.gen(function*() {
     const model = yield* Scripted.make(script)
+    const { approvals = { mode: "allow" }, ...agentOptions } = options
     // The loop's mechanics are tested with every connected server's tools offered (lazy loading's
     // own tests, test/agent-lazy.test.ts, pass `alwaysOffered: []`).
-    const layer = Agent.Default({ alwaysOffered: "all", ...options }).pipe(
+    const layer = Agent.Default({ alwaysOffered: "all", ...agentOptions }).pipe(
       Layer.provideMerge(ChatStore.Default),
+      Layer.provideMerge(Approvals.Approvals.Default(approvals).pipe(Layer.provideMerge(Inbox.Default))),
       Layer.provide(Layer.succeed(LanguageModel.LanguageModel, model.service)),
       Layer.provide(Layer.succeedContext(context))
     )
     const built = yield* Layer.build(layer)
-    return { agent: Context.get(built, Agent), store: Context.get(built, ChatStore), model }
+    return {
+      agent: Context.get(built, Agent),
+      store: Context.get(built, ChatStore),
+      inbox: Context.get(built, Inbox),
+      model
+    }
   })
 
 /** All the events of a turn. */

@@ -39,3 +39,6 @@ export * as McpServerEntry from "./McpServerEntry.js"
 
 /** What an agent turn reports: text deltas, tool calls, and how the turn ended. */
 export * as TurnEvent from "./TurnEvent.js"
+
+/** The inbox's items (approvals, elicitations, notifications), answers, outcomes, changes and errors. */
+export * as InboxItem from "./InboxItem.js"

@@ -41,6 +41,7 @@ import { McpManager } from "../host/McpManager.js"
 import type { McpServerRepo } from "../host/McpServerRepo.js"
 import type { Registration } from "../host/Registration.js"
 import type { SecretStore } from "../host/SecretStore.js"
+import * as Approvals from "../inbox/Approvals.js"
 import * as Catalog from "./Catalog.js"
 import { ChatStore, type Session } from "./ChatStore.js"
 import { Grants, type Scope as GrantScope, sessionScope } from "./Grants.js"
@@ -145,6 +146,14 @@ interface Kept {
   cancelled: Array<string>
 }
 
+/** How a call that was not stopped ended (what `ChatStore.finishCall` records). */
+interface Finished {
+  readonly status: "done" | "error" | "denied"
+  readonly result: string
+  readonly resultType: ToolResult.ResultKind
+  readonly truncated: boolean
+}
+
 /** Where a round runs: a root agent's session (depth 0), or a sub-agent's stack frame. */
 interface Frame {
   readonly scope: GrantScope
@@ -158,6 +167,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
     Effect.gen(function*() {
       const store = yield* ChatStore
       const manager = yield* McpManager
+      const approvals = yield* Approvals.Approvals
       // The built-in tools' services (agent/tools/*).
       const services = yield* Effect.context<Grants | McpManager | McpServerRepo | Registration | SecretStore>()
       const maxDepth = options.maxDepth ?? DispatchAgent.DEFAULT_MAX_DEPTH
@@ -272,32 +282,40 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
         Effect.uninterruptibleMask((restore) =>
           Effect.gen(function*() {
             yield* emit(TurnEvent.ToolStarted.make({ callId: call.callId, name: call.name, arguments: call.arguments }))
-            const exit = yield* restore(
-              (round.builtins.has(call.name)
-                ? Effect.map(
-                  builtin(call, frame, round),
-                  (text): ToolResult.ToolResult => ToolResult.TextResult.make({ text })
-                )
-                : manager.call(call.name, call.arguments as McpClient.JsonObject) as Effect.Effect<
-                  ToolResult.ToolResult,
-                  unknown
-                >).pipe(
-                  Effect.map((result) =>
-                    ToolResult.isError(result)
-                      // The tool's own report of a failure: recorded `error`, marked for the model.
-                      ? {
-                        status: "error" as const,
-                        ...History.capResult(
-                          ToolResult.TextResult.make({ text: History.TOOL_ERROR_PREFIX + ToolResult.toWire(result) }),
-                          resultCap
-                        )
-                      }
-                      : { status: "done" as const, ...History.capResult(result, resultCap) }
-                  )
-                )
-            ).pipe(Effect.exit)
+            // The approval gate (inbox/Approvals.ts): waiting for a person is interruptible (a stop
+            // withdraws the item); a refused call does not run and is recorded `denied`.
+            const gate = gated(call, frame, round)
+            const exit = yield* restore(Effect.flatMap(gate, (gate): Effect.Effect<Finished, unknown> =>
+              gate._tag === "Denied"
+                ? Effect.succeed({
+                  status: "denied" as const,
+                  result: Approvals.deniedResult(call, gate),
+                  resultType: "string" as const,
+                  truncated: false
+                })
+                : (round.builtins.has(call.name)
+                  ? Effect.map(builtin(call, frame, round), (text): ToolResult.ToolResult =>
+                    ToolResult.TextResult.make({ text }))
+                  : manager.call(call.name, call.arguments as McpClient.JsonObject) as Effect.Effect<
+                    ToolResult.ToolResult,
+                    unknown
+                  >).pipe(
+                    Effect.map((result) =>
+                      ToolResult.isError(result)
+                        // The tool's own report of a failure: recorded `error`, marked for the model.
+                        ? {
+                          status: "error" as const,
+                          ...History.capResult(
+                            ToolResult.TextResult.make({ text: History.TOOL_ERROR_PREFIX + ToolResult.toWire(result) }),
+                            resultCap
+                          )
+                        }
+                        : { status: "done" as const, ...History.capResult(result, resultCap) }
+                    )
+                  ))).pipe(Effect.exit)
             const outcome = Exit.match(exit, {
-              onSuccess: (done) => done,
+              onSuccess: (done) =>
+                done,
               onFailure: (cause) =>
                 Cause.isInterruptedOnly(cause)
                   ? {
@@ -328,6 +346,32 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             return { ...call, status: outcome.status, result: outcome.result, resultType: outcome.resultType }
           })
         )
+
+      /**
+       * Whether a call may run (inbox/Approvals.ts). `activate_tools` and `dispatch_agent` are always
+       * allowed: they only widen what the model is offered or delegate, and every call they lead to
+       * passes the gate itself.
+       */
+      const gated = (call: History.CallRow, frame: Frame, round: Catalog.Round) => {
+        if (call.name === ActivateTools.NAME || call.name === DispatchAgent.NAME) {
+          return Effect.succeed<Approvals.Gate>({
+            _tag: "Allowed",
+            verdict: { decision: "allow", reason: "a base tool" }
+          })
+        }
+        const mcp = round.mcp.find((t) => t.name === call.name)
+        return approvals.check({
+          name: call.name,
+          arguments: call.arguments,
+          annotations: mcp?.tool.annotations ?? round.builtins.get(call.name)?.annotations,
+          origin: {
+            sessionId: frame.scope.session,
+            tool: call.name,
+            callId: call.callId,
+            ...(mcp === undefined ? {} : { server: mcp.server })
+          }
+        })
+      }
 
       /** Runs a built-in tool (agent/tools/*); its answer is the text the model reads. */
       const builtin = (call: History.CallRow, frame: Frame, round: Catalog.Round): Effect.Effect<string, unknown> => {

@@ -71,9 +71,18 @@ const agentOption = Options.text("agent").pipe(
   Options.optional
 )
 
+const approveOption = Options.choice("approve", ["ask", "allow", "deny"] as const).pipe(
+  Options.withDescription(
+    "What a tool call that needs approval becomes: ask (on the terminal), allow (run it), deny (refuse it). " +
+      "Default ask on a terminal, deny when stdin is not one. Rules: `skald approvals`."
+  ),
+  Options.optional
+)
+
 const runConfig = {
   session: sessionOption,
   agent: agentOption,
+  approve: approveOption,
   json: Options.boolean("json").pipe(Options.withDescription("Print every turn event as one JSON line.")),
   home: Host.home,
   message: Args.text({ name: "MESSAGE" }).pipe(Args.withDescription("What to ask the agent."))
@@ -89,6 +98,9 @@ const run = Command.make("run", runConfig, Lazy.handler(load, (m) => m.run)).pip
       "stdout: the final assistant text (--json: every turn event as a JSON line, ending with TurnDone, " +
       "TurnStopped or TurnFailed).",
       "stderr: `session: ID` for a new session, one line per tool call, a server that failed to start.",
+      "Tool calls pass the approval rules (`skald approvals`): read-only tools run, the others ask — on the " +
+      "terminal, or, by --approve, run (allow) or are refused (deny, the default without a terminal: " +
+      "stderr names each refused call and how to allow it).",
       "The model: `skald model set` or SKALD_LLM_PROVIDER, SKALD_LLM_BASE_URL, SKALD_LLM_MODEL, SKALD_LLM_API_KEY.",
       "Exit status 0 done, 2 failed, 130 after Ctrl-C has stopped the turn (what was done is kept)."
     ],
@@ -96,7 +108,8 @@ const run = Command.make("run", runConfig, Lazy.handler(load, (m) => m.run)).pip
     examples: [
       "skald agent run \"What is in notes.txt?\"",
       "skald agent run --session 5b1c… \"And the other file?\"",
-      "skald agent run --json \"List the tools you have\""
+      "skald agent run --json \"List the tools you have\"",
+      "skald agent run --approve allow \"Tidy my calendar\""
     ]
   }))
 )
@@ -111,7 +124,7 @@ export const agent = Command.make("agent").pipe(
   Command.withSubcommands([run])
 )
 
-const chatConfig = { session: sessionOption, agent: agentOption, home: Host.home }
+const chatConfig = { session: sessionOption, agent: agentOption, approve: approveOption, home: Host.home }
 
 /** What `skald chat` parsed. */
 export type ChatArgs = Command.Command.ParseConfig<typeof chatConfig>
@@ -122,6 +135,8 @@ export const chat = Command.make("chat", chatConfig, Lazy.handler(load, (m) => m
     summary: "Chat with the agent: the answer streams, each tool call is shown as a card.",
     details: [
       "On a terminal: Ctrl-C stops the running turn; Ctrl-C at the prompt, a second Ctrl-C, or Ctrl-D exits.",
+      "A tool call that needs approval asks inline: y (run it), n (refuse it), a (always: run it and allow the tool " +
+      "from now on). Without a terminal (or with --approve allow|deny) nobody is asked: --approve decides (default deny).",
       "Without a terminal: one message per line of stdin, each a turn of the same session."
     ],
     usage: ["skald chat [options]"],

@@ -24,7 +24,10 @@ import { ChatStore } from "../agent/ChatStore.js"
 import * as Model from "../agent/llm/Model.js"
 import { ModelSettings } from "../agent/llm/ModelSettings.js"
 import * as McpManager from "../host/McpManager.js"
+import * as Approvals from "../inbox/Approvals.js"
+import { Inbox } from "../inbox/Inbox.js"
 import type * as AgentCommands from "./AgentCommands.js"
+import * as ApprovalPrompt from "./ApprovalPrompt.js"
 import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
 import * as Host from "./HostRuntime.js"
 import { reportFailures, stderr, stdout } from "./Io.js"
@@ -94,19 +97,45 @@ export const rm = ({ home, id }: AgentCommands.RmArgs) =>
     yield* stderr(`skald: removed session ${id}`)
   }).pipe(Effect.provide(storeLayer(home)), reportFailures)
 
-/** The agent in this process: the home, a guest manager of the enabled servers, the model, the loop. */
-const agentLayer = (home: Option.Option<string>) =>
+/**
+ * What an approval becomes (inbox/Approvals.ts): the `--approve` flag, else `ask` when a person is
+ * at the terminal (stdin is one) and `deny` when not.
+ */
+const approvalMode = (flag: Option.Option<Approvals.Mode>): Approvals.Mode =>
+  Option.getOrElse(flag, () => process.stdin.isTTY === true ? "ask" : "deny")
+
+/**
+ * The agent in this process: the home, a guest manager of the enabled servers, the model, the
+ * approval gate (its inbox answered on the terminal in mode `ask`, ApprovalPrompt.ts), the loop.
+ */
+const agentLayer = (home: Option.Option<string>, mode: Approvals.Mode) =>
   Layer.unwrapEffect(Effect.map(Host.connectOptions, (connect) => {
     const hostLayer = Host.layer(home)
     const manager = McpManager.McpManager.Default({ ...connect, guest: true }).pipe(Layer.provide(hostLayer))
     const model = Model.layer().pipe(Layer.provide(ModelSettings.Default), Layer.provide(hostLayer))
+    const inbox = Inbox.Default.pipe(Layer.provide(hostLayer))
+    const prompt = mode === "ask" ? Layer.scopedDiscard(ApprovalPrompt.onTerminal) : Layer.empty
+    const approvals = Approvals.Approvals.Default({ mode }).pipe(Layer.provide(hostLayer))
     return Agent.Default().pipe(
       Layer.provideMerge(ChatStore.Default),
       Layer.provideMerge(manager),
+      Layer.provideMerge(Layer.merge(approvals, prompt).pipe(Layer.provideMerge(inbox))),
       Layer.provide(model),
       Layer.provide(hostLayer)
     )
   }))
+
+/** What `agent run` says on stderr about the calls the gate refused, and how to allow them. */
+export const deniedNote = (names: ReadonlyArray<string>, mode: Approvals.Mode): string => {
+  const tools = [...new Set(names)]
+  const how = mode === "allow"
+    ? "a rule refused them"
+    : mode === "ask"
+    ? "they were refused when asked (or not answered in time)"
+    : "--approve deny refused the calls that ask (no terminal to ask on); run again with --approve allow to let them run"
+  return `skald: denied (did not run): ${tools.join(", ")}. ${how}, or allow a tool with a rule: ` +
+    `skald approvals set ${tools[0] ?? "TOOL"} allow (see skald approvals list)`
+}
 
 /** Waits for the enabled servers (each start bounded by the start timeout); says which failed. */
 const awaitServers = Effect.gen(function*() {
@@ -155,10 +184,12 @@ const runTurn = <E, R>(input: RunInput, onEvent: (event: TurnEvent.TurnEvent) =>
   }).pipe(Effect.scoped)
 
 /** `skald agent run`. */
-export const run = ({ agent, home, json, message, session }: AgentCommands.RunArgs) =>
-  Effect.gen(function*() {
+export const run = ({ agent, approve, home, json, message, session }: AgentCommands.RunArgs) => {
+  const mode = approvalMode(approve)
+  return Effect.gen(function*() {
     yield* awaitServers
     const started = new Map<string, unknown>()
+    const denied: Array<string> = []
     let end: TurnEvent.TurnEvent | undefined
     yield* runTurn({
       message,
@@ -176,6 +207,7 @@ export const run = ({ agent, home, json, message, session }: AgentCommands.RunAr
             return
           case "ToolDone":
             if (!json) yield* stderr(toolLine(started, event))
+            if (event.status === "denied") denied.push(event.name)
             return
           case "TurnDone":
           case "TurnFailed":
@@ -184,6 +216,7 @@ export const run = ({ agent, home, json, message, session }: AgentCommands.RunAr
             return
         }
       }))
+    if (denied.length > 0) yield* stderr(deniedNote(denied, mode))
     if (end?._tag === "TurnFailed") {
       if (!json) yield* stderr(`skald: ${end.message}`)
       return yield* new ExitWith({ status: ExitStatus.Failure })
@@ -192,7 +225,8 @@ export const run = ({ agent, home, json, message, session }: AgentCommands.RunAr
       if (!json) yield* stdout(end.text)
       if (!json && end.note !== undefined) yield* stderr(`skald: ${end.note}`)
     }
-  }).pipe(Effect.provide(agentLayer(home)), reportFailures)
+  }).pipe(Effect.provide(agentLayer(home, mode)), reportFailures)
+}
 
 /** A value as pretty JSON when it is JSON (or a string holding JSON), else as it is. */
 const pretty = (value: unknown): string => {
@@ -229,7 +263,7 @@ const chatText = (event: TurnEvent.TurnEvent, sessionGiven: boolean): string | u
 const write = (text: string) => Effect.sync(() => void process.stdout.write(text))
 
 /** `skald chat`. */
-export const chat = ({ agent, home, session }: AgentCommands.ChatArgs) =>
+export const chat = ({ agent, approve, home, session }: AgentCommands.ChatArgs) =>
   Effect.gen(function*() {
     yield* awaitServers
     const current = yield* Ref.make<string | undefined>(Option.getOrUndefined(session))
@@ -259,7 +293,7 @@ export const chat = ({ agent, home, session }: AgentCommands.ChatArgs) =>
         Stream.filter((line) => line.trim().length > 0),
         Stream.runForEach(turn)
       )
-  }).pipe(Effect.scoped, Effect.provide(agentLayer(home)), reportFailures)
+  }).pipe(Effect.scoped, Effect.provide(agentLayer(home, approvalMode(approve))), reportFailures)
 
 /**
  * The terminal REPL: a prompt, a turn per message. Ctrl-C during a turn stops it; Ctrl-C at the

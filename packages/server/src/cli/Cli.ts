@@ -9,6 +9,7 @@ import { Args, Command, Options } from "@effect/cli"
 import * as Effect from "effect/Effect"
 import * as Logger from "effect/Logger"
 import * as AgentCommands from "./AgentCommands.js"
+import * as ApprovalCommands from "./ApprovalCommands.js"
 import * as CallOptions from "./CallOptions.js"
 import { UsageError } from "./CliError.js"
 import * as Events from "./Events.js"
@@ -87,7 +88,8 @@ export const command = Command.make("skald").pipe(
     ModelCommands.command,
     AgentCommands.agent,
     AgentCommands.chat,
-    AgentCommands.sessions
+    AgentCommands.sessions,
+    ApprovalCommands.command
   ])
 )
 

@@ -27,6 +27,8 @@ import m0006 from "./migrations/0006_chat.js"
 import m0007 from "./migrations/0007_settings.js"
 import m0008 from "./migrations/0008_status_cause.js"
 import m0009 from "./migrations/0009_mcp_grants.js"
+import m0010 from "./migrations/0010_inbox.js"
+import m0011 from "./migrations/0011_approval_rules.js"
 import m0012 from "./migrations/0012_server_roots.js"
 import { ensurePrivateDir, Paths, PRIVATE_FILE_MODE, privateFile } from "./Paths.js"
 import * as Rows from "./Rows.js"
@@ -123,6 +125,8 @@ export const migrations = {
   "0007_settings": m0007,
   "0008_status_cause": m0008,
   "0009_mcp_grants": m0009,
+  "0010_inbox": m0010,
+  "0011_approval_rules": m0011,
   "0012_server_roots": m0012
 }
 

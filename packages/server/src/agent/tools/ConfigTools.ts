@@ -1,8 +1,9 @@
 /**
  * The `config` tool group (lazy MCP tool loading, docs/agent.md): `register_mcp`, `delete_mcp`,
  * `toggle_item`, `list_items`, `set_secret`, `list_secrets`. Hidden until
- * `activate_tools(["config"])`; they carry the same visibility filters as every tool (the approval
- * rules come with the inbox issue: until then they are allowed). Every rule lives in the services
+ * `activate_tools(["config"])`; every call of one passes the approval gate like any tool's
+ * (inbox/Approvals.ts): with no rule, `list_items` and `list_secrets` (marked read-only) run and
+ * the others ask the person (docs/inbox.md, *Approvals*). Every rule lives in the services
  * they call: `register_mcp` goes through `Registration` (literal secrets moved to the store) and
  * then connects the server at once; `toggle_item` and `delete_mcp` are live (the manager
  * reconciles). A secret's value never comes back to the model: `set_secret` answers with the name,
@@ -75,7 +76,8 @@ export const definitions: ReadonlyArray<Definition> = [
       properties: { type: { type: "string", enum: ["mcp"] } },
       required: ["type"],
       additionalProperties: false
-    }
+    },
+    annotations: { readOnlyHint: true }
   },
   {
     name: "set_secret",
@@ -90,7 +92,8 @@ export const definitions: ReadonlyArray<Definition> = [
   {
     name: "list_secrets",
     description: "List the names of the stored secrets (never their values).",
-    inputSchema: { type: "object", properties: {}, additionalProperties: false }
+    inputSchema: { type: "object", properties: {}, additionalProperties: false },
+    annotations: { readOnlyHint: true }
   }
 ]
 

@@ -29,4 +29,6 @@ export interface Definition {
   readonly name: string
   readonly description: string
   readonly inputSchema: Record<string, unknown>
+  /** Its MCP-style hints (`readOnlyHint: true`: the approval gate allows it by default, inbox/ApprovalRules.ts). */
+  readonly annotations?: { readonly readOnlyHint?: boolean } | undefined
 }

@@ -1,0 +1,157 @@
+/**
+ * The approval rules (docs/inbox.md, *Approvals*): `approval_rules` rows, each a tool pattern and
+ * a decision, `allow`, `ask` or `deny`, and the pure rule that picks the one deciding a call.
+ *
+ * A pattern is an exact tool name (`mcp__gcal__delete_event`, `delete_mcp`), a literal prefix
+ * followed by one `*` at the end (`mcp__gcal__*`), or `*` alone (the empty prefix). Of the rules
+ * matching a tool, the **most specific** decides: an exact name beats every glob; among globs, the
+ * longest literal prefix wins, so `*` (prefix length 0) is the last resort. Two different patterns
+ * can never tie (equal prefixes mean the same pattern, and a pattern is the table's key). When no
+ * rule matches, the tool's annotations decide: `delete_mcp` and `register_mcp` ask whatever their
+ * hints; `readOnlyHint: true` allows; anything else asks. Annotations are the server's hints
+ * (untrusted): a rule always overrides them.
+ *
+ * @since 0.1.0
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type { CorruptRow, DatabaseError } from "../host/HostError.js"
+import * as Rows from "../host/Rows.js"
+import { nowIso } from "../host/Time.js"
+
+/** What a rule (or the default) says about a call. */
+export const Decision = Schema.Literal("allow", "ask", "deny")
+export type Decision = typeof Decision.Type
+
+/** The built-in tools that ask when no rule matches, whatever their annotations. */
+export const ALWAYS_ASK: ReadonlySet<string> = new Set(["delete_mcp", "register_mcp"])
+
+const PATTERN = /^(?:\*|[^\s*]+\*?)$/
+
+/** A rule's pattern: an exact tool name, `prefix*`, or `*` (no whitespace; `*` only at the end). */
+export const Pattern = Schema.String.pipe(
+  Schema.filter((s) => PATTERN.test(s), {
+    message: () =>
+      "a pattern is an exact tool name (mcp__server__tool, delete_mcp), a prefix ending in * (mcp__server__*), " +
+      "or * alone; no spaces, and * only at the end"
+  })
+)
+
+/** An `approval_rules` row. */
+export class Rule extends Schema.Class<Rule>("@skald/server/ApprovalRule")({
+  pattern: Schema.String,
+  decision: Decision,
+  createdAt: Schema.String
+}) {}
+
+const Row = Schema.Struct({ pattern: Schema.String, decision: Decision, created_at: Schema.String })
+
+/** The pattern cannot be a rule's. */
+export class InvalidApprovalPattern extends Schema.TaggedError<InvalidApprovalPattern>(
+  "@skald/server/InvalidApprovalPattern"
+)("InvalidApprovalPattern", { pattern: Schema.String }) {
+  override get message(): string {
+    return `${JSON.stringify(this.pattern)} is not an approval rule pattern: use an exact tool name ` +
+      "(mcp__server__tool, delete_mcp), a prefix ending in * (mcp__server__*), or * alone; " +
+      "no spaces, and * only at the end"
+  }
+}
+
+/** Whether `pattern` matches the tool `name`. */
+export const matches = (pattern: string, name: string): boolean =>
+  pattern.endsWith("*") ? name.startsWith(pattern.slice(0, -1)) : pattern === name
+
+/**
+ * How specific a pattern is: an exact name ranks above every glob (`Infinity`); a glob ranks by
+ * its literal prefix's length (`*` is 0).
+ */
+export const specificity = (pattern: string): number => pattern.endsWith("*") ? pattern.length - 1 : Infinity
+
+/** The tool a call names, as the gate sees it. */
+export interface Subject {
+  /** The qualified name (`mcp__<server>__<tool>`) or a built-in's. */
+  readonly name: string
+  /** The tool's MCP annotations (hints), if it has any. */
+  readonly annotations?: { readonly readOnlyHint?: boolean | undefined } | undefined
+}
+
+/** What decides a call, and why (the reason is shown to the person asked). */
+export interface Verdict {
+  readonly decision: Decision
+  /** The deciding rule's pattern; absent when the default decided. */
+  readonly rule?: string | undefined
+  readonly reason: string
+}
+
+/** The default of a tool no rule matches: from its name and annotations. */
+export const byDefault = (subject: Subject): Verdict =>
+  ALWAYS_ASK.has(subject.name)
+    ? { decision: "ask", reason: `${subject.name} always asks unless a rule decides it` }
+    : subject.annotations?.readOnlyHint === true
+    ? { decision: "allow", reason: "marked read-only" }
+    : { decision: "ask", reason: "not marked read-only" }
+
+/** The most specific rule matching the tool, if any (pure). */
+export const mostSpecific = (rules: Iterable<Pick<Rule, "pattern" | "decision">>, name: string) => {
+  let best: Pick<Rule, "pattern" | "decision"> | undefined = undefined
+  for (const rule of rules) {
+    if (!matches(rule.pattern, name)) continue
+    if (best === undefined || specificity(rule.pattern) > specificity(best.pattern)) best = rule
+  }
+  return best
+}
+
+/** What decides a call: the most specific matching rule, else the default (pure). */
+export const decide = (rules: Iterable<Pick<Rule, "pattern" | "decision">>, subject: Subject): Verdict => {
+  const rule = mostSpecific(rules, subject.name)
+  return rule === undefined
+    ? byDefault(subject)
+    : { decision: rule.decision, rule: rule.pattern, reason: `the rule ${rule.pattern} says ${rule.decision}` }
+}
+
+/** The `approval_rules` repository. */
+export class ApprovalRules extends Effect.Service<ApprovalRules>()("@skald/server/ApprovalRules", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const all = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: Row,
+      execute: () => sql`SELECT pattern, decision, created_at FROM approval_rules ORDER BY pattern`
+    })
+
+    /** Every rule, by pattern. */
+    const list: Effect.Effect<ReadonlyArray<Rule>, DatabaseError | CorruptRow> = all(undefined).pipe(
+      Effect.catchTag("ParseError", Rows.corrupt("approval_rules")),
+      Effect.map((rows) =>
+        rows.map((r) => new Rule({ pattern: r.pattern, decision: r.decision, createdAt: r.created_at }))
+      ),
+      Rows.storage("read the approval rules")
+    )
+
+    /** Sets the decision of `pattern` (a new rule, or the existing one changed). */
+    const set = Effect.fn("ApprovalRules.set")(function*(pattern: string, decision: Decision) {
+      if (!PATTERN.test(pattern)) return yield* new InvalidApprovalPattern({ pattern })
+      const at = yield* nowIso
+      yield* sql`INSERT INTO approval_rules (pattern, decision, created_at) VALUES (${pattern}, ${decision}, ${at})
+        ON CONFLICT (pattern) DO UPDATE SET decision = excluded.decision, created_at = excluded.created_at`.pipe(
+        Rows.storage("store the approval rule")
+      )
+    })
+
+    /** Removes the rule of `pattern`; false if there was none. */
+    const remove = Effect.fn("ApprovalRules.remove")(function*(pattern: string) {
+      const rows = yield* sql`DELETE FROM approval_rules WHERE pattern = ${pattern} RETURNING pattern`.pipe(
+        Rows.storage("remove the approval rule")
+      )
+      return rows.length > 0
+    })
+
+    /** What decides a call to `subject` now. */
+    const verdict = (subject: Subject): Effect.Effect<Verdict, DatabaseError | CorruptRow> =>
+      Effect.map(list, (rules) => decide(rules, subject))
+
+    return { list, set, remove, verdict } as const
+  })
+}) {}

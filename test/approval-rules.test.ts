@@ -1,0 +1,152 @@
+/**
+ * The approval rules: the decision of the most specific matching rule, checked against a reference
+ * model (a property test over rule sets), the annotation defaults, and the repository over a real
+ * SQLite file (migration 0011: the decision's CHECK, set/list/remove).
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
+import * as ApprovalRules from "@skald/server/inbox/ApprovalRules"
+import { Context, Effect, FastCheck as fc, Layer } from "effect"
+import { servicesLayer, tempHome } from "./host-support.js"
+
+/**
+ * The reference model: the candidates of a name, most specific first, are the name itself, then
+ * `prefix*` for every prefix of the name from the longest (the whole name) to the empty one (`*`);
+ * the first one that is a rule decides; else the default table.
+ */
+const reference = (
+  rules: ReadonlyMap<string, ApprovalRules.Decision>,
+  name: string,
+  readOnly: boolean | undefined
+): ApprovalRules.Decision => {
+  const candidates = [name, ...Array.from({ length: name.length + 1 }, (_, i) => `${name.slice(0, name.length - i)}*`)]
+  for (const c of candidates) {
+    const d = rules.get(c)
+    if (d !== undefined) return d
+  }
+  if (name === "delete_mcp" || name === "register_mcp") return "ask"
+  return readOnly === true ? "allow" : "ask"
+}
+
+// Small alphabets, so that patterns and names overlap often.
+const segment = fc.stringMatching(/^[ab_]{0,4}$/)
+const toolName = fc.oneof(
+  fc.tuple(segment, segment).map(([s, t]) => `mcp__${s}__${t}`),
+  fc.constantFrom("delete_mcp", "register_mcp", "toggle_item", "list_items")
+)
+const pattern = fc.oneof(
+  toolName,
+  toolName.chain((n) => fc.nat({ max: n.length }).map((i) => `${n.slice(0, i)}*`)),
+  fc.constant("*")
+)
+const decision = fc.constantFrom<ApprovalRules.Decision>("allow", "ask", "deny")
+const ruleSet = fc.array(fc.tuple(pattern, decision), { maxLength: 8 }).map((pairs) => new Map(pairs))
+
+describe("the most specific rule decides", () => {
+  it.prop(
+    "the decision is the reference model's, for any rule set, tool and annotations",
+    [ruleSet, toolName, fc.option(fc.boolean(), { nil: undefined })],
+    ([rules, name, readOnly]) => {
+      const verdict = ApprovalRules.decide(
+        [...rules].map(([p, d]) => ({ pattern: p, decision: d })),
+        { name, annotations: readOnly === undefined ? undefined : { readOnlyHint: readOnly } }
+      )
+      assert.strictEqual(verdict.decision, reference(rules, name, readOnly))
+      // The deciding rule, when there is one, matches the name and is in the set with that decision.
+      if (verdict.rule !== undefined) {
+        assert.isTrue(ApprovalRules.matches(verdict.rule, name))
+        assert.strictEqual(rules.get(verdict.rule), verdict.decision)
+      } else {
+        assert.isFalse([...rules.keys()].some((p) => ApprovalRules.matches(p, name)))
+      }
+    }
+  )
+
+  it.prop(
+    "the order of the rules does not matter",
+    [ruleSet, toolName],
+    ([rules, name]) => {
+      const list = [...rules].map(([p, d]) => ({ pattern: p, decision: d }))
+      const subject = { name }
+      assert.deepStrictEqual(
+        ApprovalRules.decide(list, subject),
+        ApprovalRules.decide([...list].reverse(), subject)
+      )
+    }
+  )
+
+  it("an exact name beats the longest glob, a longer prefix beats a shorter one, * comes last", () => {
+    const rules = [
+      { pattern: "*", decision: "deny" as const },
+      { pattern: "mcp__gcal__*", decision: "ask" as const },
+      { pattern: "mcp__gcal__list*", decision: "allow" as const },
+      { pattern: "mcp__gcal__list_events", decision: "deny" as const }
+    ]
+    const d = (name: string) => ApprovalRules.decide(rules, { name })
+    assert.deepStrictEqual(d("mcp__gcal__list_events"), {
+      decision: "deny",
+      rule: "mcp__gcal__list_events",
+      reason: "the rule mcp__gcal__list_events says deny"
+    })
+    assert.strictEqual(d("mcp__gcal__list_calendars").rule, "mcp__gcal__list*")
+    assert.strictEqual(d("mcp__gcal__delete_event").rule, "mcp__gcal__*")
+    assert.strictEqual(d("mcp__ssh__exec").rule, "*")
+  })
+
+  it("the defaults: read-only allows, anything else asks, delete_mcp and register_mcp ask whatever their hints", () => {
+    const d = (name: string, readOnlyHint?: boolean) =>
+      ApprovalRules.decide([], { name, annotations: readOnlyHint === undefined ? undefined : { readOnlyHint } })
+        .decision
+    assert.strictEqual(d("mcp__fs__read", true), "allow")
+    assert.strictEqual(d("mcp__fs__write", false), "ask")
+    assert.strictEqual(d("mcp__fs__write"), "ask")
+    assert.strictEqual(d("delete_mcp", true), "ask")
+    assert.strictEqual(d("register_mcp", true), "ask")
+    // A rule overrides the default, also for delete_mcp.
+    assert.strictEqual(
+      ApprovalRules.decide([{ pattern: "delete_mcp", decision: "allow" }], { name: "delete_mcp" })
+        .decision,
+      "allow"
+    )
+  })
+})
+
+describe("the approval_rules table", () => {
+  const open = Effect.gen(function*() {
+    const context = yield* Layer.build(
+      ApprovalRules.ApprovalRules.Default.pipe(Layer.provideMerge(servicesLayer(yield* tempHome)))
+    )
+    return { rules: Context.get(context, ApprovalRules.ApprovalRules), sql: Context.get(context, SqlClient.SqlClient) }
+  })
+
+  it.scoped("set, list, change, remove; the verdict reads the stored rules", () =>
+    Effect.gen(function*() {
+      const { rules } = yield* open
+      yield* rules.set("mcp__gcal__*", "ask")
+      yield* rules.set("mcp__gcal__list_events", "allow")
+      yield* rules.set("*", "deny")
+      yield* rules.set("*", "ask")
+      const listed = (yield* rules.list).map((r) => [r.pattern, r.decision])
+      assert.deepStrictEqual(listed, [["*", "ask"], ["mcp__gcal__*", "ask"], ["mcp__gcal__list_events", "allow"]])
+      assert.strictEqual((yield* rules.verdict({ name: "mcp__gcal__list_events" })).decision, "allow")
+      assert.strictEqual((yield* rules.verdict({ name: "mcp__gcal__delete_event" })).rule, "mcp__gcal__*")
+      assert.isTrue(yield* rules.remove("mcp__gcal__list_events"))
+      assert.isFalse(yield* rules.remove("mcp__gcal__list_events"))
+      assert.strictEqual((yield* rules.verdict({ name: "mcp__gcal__list_events" })).rule, "mcp__gcal__*")
+    }))
+
+  it.scoped("a pattern that cannot be one is refused; the table refuses a decision outside allow|ask|deny", () =>
+    Effect.gen(function*() {
+      const { rules, sql } = yield* open
+      for (const bad of ["", "mcp__a*b", "a b", "**"]) {
+        const error = yield* Effect.flip(rules.set(bad, "allow"))
+        assert.strictEqual(error._tag, "InvalidApprovalPattern", bad)
+        assert.include(error.message, "exact tool name")
+      }
+      const refused = yield* Effect.flip(
+        sql`INSERT INTO approval_rules (pattern, decision, created_at) VALUES ('x', 'maybe', 'now')`
+      )
+      assert.include(String((refused.cause as Error).message), "CHECK constraint failed")
+      assert.deepStrictEqual(yield* rules.list, [])
+    }))
+})

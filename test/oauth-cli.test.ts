@@ -9,9 +9,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { runSkald, skald } from "./cli-support.js"
+import { runSkald, skald, startServe, stopProcess } from "./cli-support.js"
 import { fixture } from "./fixtures/fixtures.js"
-import { makeHome } from "./host-support.js"
+import { makeHome, until } from "./host-support.js"
 
 const MARKER = "SKALD-OAUTH-MARKER"
 
@@ -22,10 +22,14 @@ const filesContaining = (dir: string, needle: string): Array<string> =>
     .filter((file) => Fs.lstatSync(file).isFile() && Fs.readFileSync(file).includes(needle))
 
 /** Starts the fixture; resolves with its URL and a stop function. */
-const startFixture = (): Promise<{ url: string; stop: () => void }> =>
+const startFixture = (env: Record<string, string> = {}): Promise<{ url: string; stop: () => void }> =>
   new Promise((resolve, reject) => {
-    const command = fixture("oauth-http")
-    const child = spawn(command.command, [...command.args], { cwd: command.cwd, stdio: ["ignore", "pipe", "inherit"] })
+    const command = fixture("oauth-http", env)
+    const child = spawn(command.command, [...command.args], {
+      cwd: command.cwd,
+      env: { ...process.env, ...command.env },
+      stdio: ["ignore", "pipe", "inherit"]
+    })
     let out = ""
     child.stdout!.on("data", (d: Buffer) => {
       out += d.toString()
@@ -136,6 +140,78 @@ describe("skald mcp login and logout", () => {
       assert.include(r.stdout, "hi")
       assert.notInclude(r.stdout + r.stderr, MARKER)
       assert.deepStrictEqual(Fs.existsSync(home) ? filesContaining(home, MARKER) : [], [])
+    } finally {
+      server.stop()
+      Fs.rmSync(home, { recursive: true, force: true })
+    }
+  }, 120_000)
+
+  it(
+    "a refresh the authorization server refuses: call, list and show say to log in again, no token shown",
+    async () => {
+      const home = makeHome()
+      const server = await startFixture({ OAUTH_REFUSE_REFRESH: "1" })
+      try {
+        const env = { SKALD_HOME: home }
+        assert.strictEqual((await runSkald(["mcp", "add", "guarded", "--http", server.url], { env })).status, 0)
+        const done = await login(home, "guarded")
+        assert.strictEqual(done.status, 0, done.stderr)
+        // The access token is forgotten by the server: the next request gets 401, and the refresh is refused.
+        await fetch(new URL("/revoke-access", server.url), { method: "POST" }).then((r) => r.text())
+
+        const called = await runSkald(["mcp", "call", "guarded", "echo", "--args", "{\"message\":\"hi\"}"], { env })
+        assert.strictEqual(called.status, 2, called.stderr)
+        assert.include(called.stderr, "login expired")
+        assert.include(called.stderr, "`skald mcp login guarded`")
+        assert.notInclude(called.stderr, "api key")
+        assert.notInclude(called.stdout + called.stderr, MARKER)
+
+        const serve = await startServe(home)
+        try {
+          const listed = await until(
+            "guarded to fail",
+            () => runSkald(["mcp", "list"], { env }),
+            (r) => r.stdout.includes("failed")
+          )
+          assert.include(listed.stdout, "login expired")
+          assert.include(listed.stderr, "'guarded': authorize it again with `skald mcp login guarded`")
+          assert.notInclude(listed.stdout + listed.stderr, "api key")
+          const shown = await runSkald(["mcp", "show", "guarded"], { env })
+          assert.include(shown.stdout, "login expired")
+          assert.include(shown.stderr, "`skald mcp login guarded`")
+          const json = JSON.parse((await runSkald(["mcp", "show", "guarded", "--json"], { env })).stdout)
+          assert.strictEqual(json.errorCause._tag, "McpHttpError")
+          assert.strictEqual(json.errorCause.oauth, "expired")
+          for (const text of [listed.stdout, listed.stderr, shown.stdout, shown.stderr, serve.stderr()]) {
+            assert.notInclude(text, MARKER)
+          }
+        } finally {
+          await stopProcess(serve.child)
+        }
+        // The tokens are still only in the secret store (nothing in the database, logs or status).
+        const secretsDir = Path.join(home, "secrets")
+        for (const file of filesContaining(home, MARKER)) {
+          assert.isTrue(file.startsWith(secretsDir + Path.sep), `${file} holds a token`)
+        }
+      } finally {
+        server.stop()
+        Fs.rmSync(home, { recursive: true, force: true })
+      }
+    },
+    120_000
+  )
+
+  it("a server never logged in: call says to log in, not to pass an api key", async () => {
+    const home = makeHome()
+    const server = await startFixture()
+    try {
+      const env = { SKALD_HOME: home }
+      assert.strictEqual((await runSkald(["mcp", "add", "guarded", "--http", server.url], { env })).status, 0)
+      const called = await runSkald(["mcp", "call", "guarded", "echo", "--args", "{\"message\":\"hi\"}"], { env })
+      assert.strictEqual(called.status, 2, called.stderr)
+      assert.include(called.stderr, "needs authorization")
+      assert.include(called.stderr, "`skald mcp login guarded`")
+      assert.notInclude(called.stderr, "api key")
     } finally {
       server.stop()
       Fs.rmSync(home, { recursive: true, force: true })

@@ -48,6 +48,8 @@ export const hintFor = (error: unknown): string | undefined => {
     case "OAuthRefreshFailed":
     case "OAuthError":
       return `skald: authorize it again with \`skald mcp login ${field(error, "server")}\``
+    case "OAuthAuthorizationRequired":
+      return `skald: authorize it with \`skald mcp login ${field(error, "server")}\``
     case "ServerNotConnected":
       return `skald: \`skald mcp list\` shows its status; \`skald mcp logs ${field(error, "server")}\` its log`
     case "StartTimeout":
@@ -57,6 +59,13 @@ export const hintFor = (error: unknown): string | undefined => {
     case "NonLoopbackBind":
       return "skald: `skald serve` listens on SKALD_HOST (default 127.0.0.1)"
     case "McpHttpError": {
+      // An OAuth server's login expired, is missing or failed: log in (again); no api key is involved.
+      const oauth = (error as { readonly oauth?: unknown }).oauth
+      if (oauth !== undefined) {
+        return `skald: authorize it ${oauth === "required" ? "" : "again "}with \`skald mcp login ${
+          field(error, "server")
+        }\``
+      }
       const status = (error as { readonly status?: unknown }).status
       return status === 401 || status === 403
         ? "skald: pass the api key with --api-key-env VAR; a registered server is given a new one with " +

@@ -69,7 +69,26 @@ const runFollowing = (
     child.on("exit", (status) => resolve({ status, ...text }))
   })
 
-const login = (home: string, name: string) => runFollowing(home, ["mcp", "login", name], "stdout")
+const login = (home: string, name: string) => runFollowing(home, ["mcp", "login", name, "--no-browser"], "stdout")
+
+/**
+ * A stand-in browser for `$BROWSER`: an executable script that appends the URL it is given to
+ * `record` and requests it, as a browser would (the fixture approves at once and redirects to the
+ * loopback callback), so that login completes with no one at the keyboard.
+ */
+const fakeBrowser = (dir: string, record: string): string => {
+  const script = Path.join(dir, "fake-browser.mjs")
+  Fs.writeFileSync(
+    script,
+    `#!${process.execPath}\n` +
+      `import * as fs from "node:fs"\n` +
+      `const url = process.argv[2]\n` +
+      `fs.appendFileSync(${JSON.stringify(record)}, JSON.stringify(process.argv.slice(2)) + "\\n")\n` +
+      `await fetch(url).then((r) => r.text())\n`,
+    { mode: 0o755 }
+  )
+  return script
+}
 
 describe("skald mcp login and logout", () => {
   it("login stores the tokens in the secret store only; call uses them; logout forgets them", async () => {
@@ -176,10 +195,19 @@ describe("skald mcp login and logout", () => {
           assert.include(listed.stdout, "login expired")
           assert.include(listed.stderr, "'guarded': authorize it again with `skald mcp login guarded`")
           assert.notInclude(listed.stdout + listed.stderr, "api key")
-          const shown = await runSkald(["mcp", "show", "guarded"], { env })
+          // The host retries the server (its status goes "starting" in between): wait for "failed".
+          const shown = await until(
+            "show to say failed",
+            () => runSkald(["mcp", "show", "guarded"], { env }),
+            (r) => r.stdout.includes("failed")
+          )
           assert.include(shown.stdout, "login expired")
           assert.include(shown.stderr, "`skald mcp login guarded`")
-          const json = JSON.parse((await runSkald(["mcp", "show", "guarded", "--json"], { env })).stdout)
+          const json = await until(
+            "show --json to say failed",
+            () => runSkald(["mcp", "show", "guarded", "--json"], { env }).then((r) => JSON.parse(r.stdout)),
+            (j) => j.state === "failed"
+          )
           assert.strictEqual(json.errorCause._tag, "McpHttpError")
           assert.strictEqual(json.errorCause.oauth, "expired")
           for (const text of [listed.stdout, listed.stderr, shown.stdout, shown.stderr, serve.stderr()]) {
@@ -212,6 +240,69 @@ describe("skald mcp login and logout", () => {
       assert.include(called.stderr, "needs authorization")
       assert.include(called.stderr, "`skald mcp login guarded`")
       assert.notInclude(called.stderr, "api key")
+    } finally {
+      server.stop()
+      Fs.rmSync(home, { recursive: true, force: true })
+    }
+  }, 120_000)
+
+  it("login opens $BROWSER with the URL (no shell) and still prints it; the redirect completes the flow", async () => {
+    const home = makeHome()
+    const server = await startFixture()
+    try {
+      const record = Path.join(home, "browser.jsonl")
+      const browser = fakeBrowser(home, record)
+      const env = { SKALD_HOME: home }
+      assert.strictEqual((await runSkald(["mcp", "add", "guarded", "--http", server.url], { env })).status, 0)
+      // Not followed by the test: only the stand-in browser requests the URL. A missing command
+      // before it in the list is skipped.
+      const done = await runSkald(["mcp", "login", "guarded"], {
+        env: { ...env, BROWSER: `/nonexistent/browser:${browser}` }
+      })
+      assert.strictEqual(done.status, 0, done.stderr)
+      assert.include(done.stderr, `opened a browser (${browser})`)
+      assert.include(done.stderr, "authorized 'guarded'")
+      const url = done.stdout.split("\n").find((l) => l.startsWith("http://"))
+      assert.isDefined(url)
+      const opened = Fs.readFileSync(record, "utf8").trim().split("\n").map((l) => JSON.parse(l))
+      // One argument, the URL exactly as printed (no shell split or expanded it).
+      assert.deepStrictEqual(opened, [[url]])
+      const called = await runSkald(["mcp", "call", "guarded", "echo", "--args", "{\"message\":\"hi\"}"], { env })
+      assert.strictEqual(called.status, 0, called.stderr)
+    } finally {
+      server.stop()
+      Fs.rmSync(home, { recursive: true, force: true })
+    }
+  }, 120_000)
+
+  it("login --no-browser does not start $BROWSER; it prints the URL only", async () => {
+    const home = makeHome()
+    const server = await startFixture()
+    try {
+      const record = Path.join(home, "browser.jsonl")
+      const browser = fakeBrowser(home, record)
+      assert.strictEqual(
+        (await runSkald(["mcp", "add", "guarded", "--http", server.url], { env: { SKALD_HOME: home } })).status,
+        0
+      )
+      const done = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [skald, "mcp", "login", "guarded", "--no-browser"], {
+          env: { ...process.env, SKALD_HOME: home, BROWSER: browser },
+          stdio: ["ignore", "pipe", "pipe"]
+        })
+        const text = { stdout: "", stderr: "" }
+        child.stdout!.on("data", (d: Buffer) => {
+          text.stdout += d.toString()
+          // The URL printed: the test stops here (no one follows it).
+          if (text.stdout.includes("\n")) child.kill("SIGINT")
+        })
+        child.stderr!.on("data", (d: Buffer) => (text.stderr += d.toString()))
+        child.on("exit", (status) => resolve({ status, ...text }))
+      })
+      assert.match(done.stdout, /^http:\/\/127\.0\.0\.1:\d+\/authorize\?/)
+      assert.include(done.stderr, "open this URL in a browser to authorize 'guarded'")
+      assert.notInclude(done.stderr, "opened a browser")
+      assert.isFalse(Fs.existsSync(record))
     } finally {
       server.stop()
       Fs.rmSync(home, { recursive: true, force: true })

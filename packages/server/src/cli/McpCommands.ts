@@ -250,12 +250,27 @@ const rm = Command.make("rm", nameConfig, Lazy.handler(() => import("./McpHandle
   }))
 )
 
-const login = Command.make("login", nameConfig, Lazy.handler(() => import("./McpHandlers.js"), (m) => m.login)).pipe(
+const loginConfig = {
+  name: serverName,
+  noBrowser: Options.boolean("no-browser").pipe(
+    Options.withDescription("Only print the authorization URL; do not open a browser.")
+  ),
+  home: Host.home
+}
+
+/** What `skald mcp login` parsed. */
+export type LoginArgs = Command.Command.ParseConfig<typeof loginConfig>
+
+const login = Command.make("login", loginConfig, Lazy.handler(() => import("./McpHandlers.js"), (m) => m.login)).pipe(
   Command.withDescription(Help.about({
-    summary:
-      "Authorize an HTTP server (OAuth 2.1): prints the authorization URL and waits for its redirect on 127.0.0.1.",
+    summary: "Authorize an HTTP server (OAuth 2.1): opens a browser if one is there, prints the authorization URL " +
+      "and waits for its redirect on 127.0.0.1.",
+    details: [
+      "The browser: $BROWSER (commands separated by ':', %s for the URL), else open (macOS) or xdg-open (with a " +
+      "display). --no-browser: only print the URL."
+    ],
     usage: ["skald mcp login [options] NAME"],
-    examples: ["skald mcp login notion"]
+    examples: ["skald mcp login notion", "skald mcp login notion --no-browser"]
   }))
 )
 

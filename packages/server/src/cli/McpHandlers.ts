@@ -14,6 +14,7 @@ import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as Os from "node:os"
+import * as Browser from "../host/Browser.js"
 import * as ConfigImportFile from "../host/ConfigImportFile.js"
 import type * as Connector from "../host/Connector.js"
 import { UnknownServer } from "../host/HostError.js"
@@ -32,7 +33,17 @@ import { ExitStatus, ExitWith, statusHint, UsageError } from "./CliError.js"
 import * as Elicit from "./Elicit.js"
 import * as Host from "./HostRuntime.js"
 import { stderr, stdout, stdoutBytes } from "./Io.js"
-import type { AddArgs, CallArgs, ImportArgs, ListArgs, LogsArgs, NameArgs, ShowArgs, ToolsArgs } from "./McpCommands.js"
+import type {
+  AddArgs,
+  CallArgs,
+  ImportArgs,
+  ListArgs,
+  LoginArgs,
+  LogsArgs,
+  NameArgs,
+  ShowArgs,
+  ToolsArgs
+} from "./McpCommands.js"
 import * as Output from "./Output.js"
 import { ServerCommandLine } from "./Target.js"
 
@@ -309,14 +320,25 @@ export const rm = ({ home, name }: NameArgs) =>
     })
   )
 
-/** `skald mcp login`: the URL on stdout (alone on its line), what to do on stderr. */
-export const login = ({ home, name }: NameArgs) =>
+/**
+ * `skald mcp login`: opens a browser if one is there (not with --no-browser); the URL always on
+ * stdout (alone on its line), what to do on stderr.
+ */
+export const login = ({ home, name, noBrowser }: LoginArgs) =>
   Host.run(
     home,
     Effect.scoped(Effect.gen(function*() {
       const authorizer = yield* OAuthTokens.loopbackAuthorizer(
         (url) =>
-          stderr(`skald: open this URL in a browser to authorize '${name}':`).pipe(Effect.zipRight(stdout(url.href))),
+          Effect.gen(function*() {
+            const opened = noBrowser ? undefined : yield* Browser.open(url.href)
+            yield* stderr(
+              opened === undefined
+                ? `skald: open this URL in a browser to authorize '${name}':`
+                : `skald: opened a browser (${opened}) to authorize '${name}'; if it shows nothing, open this URL:`
+            )
+            yield* stdout(url.href)
+          }),
         undefined,
         name
       )

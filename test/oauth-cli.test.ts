@@ -308,4 +308,161 @@ describe("skald mcp login and logout", () => {
       Fs.rmSync(home, { recursive: true, force: true })
     }
   }, 120_000)
+
+  it(
+    "mcp add --oauth-client-id/--oauth-client-secret @-/--oauth-scope: a pre-registered client, its secret in the store only",
+    async () => {
+      const home = makeHome()
+      const secret = `${MARKER}-preregistered-secret`
+      const record = Path.join(home, "fixture.jsonl")
+      const server = await startFixture({
+        OAUTH_CLIENT_ID: "skald-pre",
+        OAUTH_CLIENT_SECRET: secret,
+        FIXTURE_RECORD: record
+      })
+      try {
+        const env = { SKALD_HOME: home }
+        const added = await runSkald([
+          "mcp",
+          "add",
+          "guarded",
+          "--http",
+          server.url,
+          "--oauth-client-id",
+          "skald-pre",
+          "--oauth-client-secret",
+          "@-",
+          "--oauth-scope",
+          "echo extra"
+        ], { env, input: `${secret}\n` })
+        assert.strictEqual(added.status, 0, added.stderr)
+        assert.include(added.stderr, "MCP_GUARDED__OAUTH_CLIENT_SECRET")
+        const shown = await runSkald(["mcp", "show", "guarded"], { env })
+        assert.match(shown.stdout, /oauth client\s+skald-pre/)
+        assert.match(shown.stdout, /oauth secret\s+\$\{MCP_GUARDED__OAUTH_CLIENT_SECRET\}/)
+        assert.match(shown.stdout, /oauth scope\s+echo extra/)
+        const json = JSON.parse((await runSkald(["mcp", "show", "guarded", "--json"], { env })).stdout)
+        assert.deepStrictEqual(json.oauth, {
+          clientId: "skald-pre",
+          clientSecret: "${MCP_GUARDED__OAUTH_CLIENT_SECRET}",
+          scope: "echo extra"
+        })
+        assert.notInclude(shown.stdout + JSON.stringify(json), MARKER)
+
+        const done = await login(home, "guarded")
+        assert.strictEqual(done.status, 0, done.stderr)
+        const called = await runSkald(["mcp", "call", "guarded", "echo", "--args", "{\"message\":\"hi\"}"], { env })
+        assert.strictEqual(called.status, 0, called.stderr)
+        assert.include(called.stdout, "hi")
+        const events = Fs.readFileSync(record, "utf8").trim().split("\n").map((l) => JSON.parse(l))
+        // No registration (the fixture offers none): the configured client, its scope, its secret accepted.
+        assert.deepStrictEqual(
+          events.filter((e) => e.event === "authorize"),
+          [{ event: "authorize", clientId: "skald-pre", scope: "echo extra" }]
+        )
+        assert.deepStrictEqual(
+          events.filter((e) => e.event === "token"),
+          [{ event: "token", grant: "authorization_code", clientId: "skald-pre" }]
+        )
+        const secretsDir = Path.join(home, "secrets")
+        const holding = filesContaining(home, MARKER)
+        assert.include(holding.map((f) => Path.basename(f)), "MCP_GUARDED__OAUTH_CLIENT_SECRET")
+        for (const file of holding) assert.isTrue(file.startsWith(secretsDir + Path.sep), `${file} holds a secret`)
+
+        // rm takes the moved client secret with it.
+        const removed = await runSkald(["mcp", "rm", "guarded"], { env })
+        assert.include(removed.stderr, "MCP_GUARDED__OAUTH_CLIENT_SECRET")
+        assert.deepStrictEqual(filesContaining(home, MARKER), [])
+      } finally {
+        server.stop()
+        Fs.rmSync(home, { recursive: true, force: true })
+      }
+    },
+    120_000
+  )
+
+  it("mcp add --oauth-grant client_credentials: a call gets tokens with the client secret, no login", async () => {
+    const home = makeHome()
+    const secret = `${MARKER}-machine-secret`
+    const record = Path.join(home, "fixture.jsonl")
+    const server = await startFixture({ OAUTH_CLIENT_ID: "bot", OAUTH_CLIENT_SECRET: secret, FIXTURE_RECORD: record })
+    try {
+      const env = { SKALD_HOME: home }
+      assert.strictEqual((await runSkald(["secret", "set", "BOT_SECRET"], { env, input: secret })).status, 0)
+      const added = await runSkald([
+        "mcp",
+        "add",
+        "bot",
+        "--http",
+        server.url,
+        "--oauth-grant",
+        "client_credentials",
+        "--oauth-client-id",
+        "bot",
+        "--oauth-client-secret",
+        "${BOT_SECRET}"
+      ], { env })
+      assert.strictEqual(added.status, 0, added.stderr)
+      const shown = await runSkald(["mcp", "show", "bot"], { env })
+      assert.match(shown.stdout, /oauth grant\s+client_credentials/)
+      assert.match(shown.stdout, /oauth secret\s+\$\{BOT_SECRET\}/)
+
+      const called = await runSkald(["mcp", "call", "bot", "echo", "--args", "{\"message\":\"hi\"}"], { env })
+      assert.strictEqual(called.status, 0, called.stderr)
+      assert.include(called.stdout, "hi")
+      const tokens = Fs.readFileSync(record, "utf8").trim().split("\n").map((l) => JSON.parse(l))
+        .filter((e) => e.event === "token")
+      assert.deepStrictEqual(tokens.map((e) => [e.grant, e.clientId]), [["client_credentials", "bot"]])
+
+      // A wrong secret: the authorization failed, said so (not "api key"), the secret not shown.
+      assert.strictEqual(
+        (await runSkald(["secret", "set", "BOT_SECRET"], { env, input: `${MARKER}-wrong` })).status,
+        0
+      )
+      assert.strictEqual((await runSkald(["mcp", "logout", "bot"], { env })).status, 0)
+      const refused = await runSkald(["mcp", "call", "bot", "echo", "--args", "{\"message\":\"hi\"}"], { env })
+      assert.strictEqual(refused.status, 2, refused.stderr)
+      assert.include(refused.stderr, "authorization failed")
+      assert.include(refused.stderr, "invalid_client")
+      assert.notInclude(refused.stderr, "api key")
+      assert.notInclude(refused.stdout + refused.stderr, MARKER)
+    } finally {
+      server.stop()
+      Fs.rmSync(home, { recursive: true, force: true })
+    }
+  }, 120_000)
+
+  it("mcp add refuses a client secret given on the command line, and OAuth settings that do not fit", async () => {
+    const home = makeHome()
+    try {
+      const env = { SKALD_HOME: home }
+      const url = "http://127.0.0.1:1/mcp"
+      const literal = await runSkald(
+        ["mcp", "add", "x", "--http", url, "--oauth-client-id", "c", "--oauth-client-secret", `${MARKER}-argv`],
+        { env }
+      )
+      assert.strictEqual(literal.status, 2)
+      assert.include(literal.stderr, "--oauth-client-secret takes @-")
+      assert.notInclude(literal.stderr, MARKER)
+      const noId = await runSkald(["mcp", "add", "x", "--http", url, "--oauth-client-secret", "${S}"], { env })
+      assert.strictEqual(noId.status, 2)
+      assert.include(noId.stderr, "needs the client id")
+      const withKey = await runSkald(
+        ["mcp", "add", "x", "--http", url, "--api-key-env", "K", "--oauth-client-id", "c"],
+        { env }
+      )
+      assert.strictEqual(withKey.status, 2)
+      assert.include(withKey.stderr, "an api key turns OAuth off")
+      const machine = await runSkald(["mcp", "add", "x", "--http", url, "--oauth-grant", "client_credentials"], { env })
+      assert.strictEqual(machine.status, 2)
+      assert.include(machine.stderr, "needs a pre-registered client id")
+      const stdio = await runSkald(["mcp", "add", "x", "--oauth-client-id", "c", "--", "node", "x.js"], { env })
+      assert.strictEqual(stdio.status, 2)
+      assert.include(stdio.stderr, "go with --http")
+      assert.strictEqual((await runSkald(["mcp", "list"], { env })).stderr.includes("no MCP servers registered"), true)
+      assert.deepStrictEqual(Fs.existsSync(home) ? filesContaining(home, MARKER) : [], [])
+    } finally {
+      Fs.rmSync(home, { recursive: true, force: true })
+    }
+  }, 120_000)
 })

@@ -16,13 +16,29 @@ export class StdioServerConfig extends Schema.TaggedClass<StdioServerConfig>("@s
   }
 ) {}
 
+/**
+ * How an HTTP server's OAuth client is set up, when not by discovery and registration alone: a
+ * pre-registered client (its id; its secret as a `${VAR}` reference, never the value), the scope
+ * to ask for, and the grant (`client_credentials` for a machine client: no user, no login).
+ */
+export const HttpOAuthConfig = Schema.Struct({
+  clientId: Schema.optionalWith(Schema.NonEmptyString, { exact: true }),
+  /** A `${VAR}` template (the value lives in the secret store). */
+  clientSecret: Schema.optionalWith(Schema.String, { exact: true }),
+  scope: Schema.optionalWith(Schema.NonEmptyString, { exact: true }),
+  grant: Schema.optionalWith(Schema.Literal("authorization_code", "client_credentials"), { exact: true })
+})
+export type HttpOAuthConfig = typeof HttpOAuthConfig.Type
+
 /** A remote server speaking streamable HTTP. */
 export class HttpServerConfig extends Schema.TaggedClass<HttpServerConfig>("@skald/domain/HttpServerConfig")(
   "http",
   {
     url: Schema.NonEmptyString,
     /** Sent as `Authorization: Bearer <apiKey>`. May be a `${VAR}` template. */
-    apiKey: Schema.optionalWith(Schema.String, { exact: true })
+    apiKey: Schema.optionalWith(Schema.String, { exact: true }),
+    /** OAuth client settings (used only without an api key). */
+    oauth: Schema.optionalWith(HttpOAuthConfig, { exact: true })
   }
 ) {}
 
@@ -39,7 +55,8 @@ const StdioWire = Schema.Struct({
 const HttpWire = Schema.Struct({
   transport: Schema.Literal("http", "sse"),
   url: Schema.NonEmptyString,
-  apiKey: Schema.optionalWith(Schema.String, { exact: true })
+  apiKey: Schema.optionalWith(Schema.String, { exact: true }),
+  oauth: Schema.optionalWith(HttpOAuthConfig, { exact: true })
 })
 
 /**
@@ -54,10 +71,18 @@ export const ServerConfig = Schema.Union(
   }),
   Schema.transform(HttpWire, Schema.typeSchema(HttpServerConfig), {
     strict: true,
-    decode: (w) => HttpServerConfig.make(w.apiKey === undefined ? { url: w.url } : { url: w.url, apiKey: w.apiKey }),
-    encode: (c) => (c.apiKey === undefined
-      ? { transport: "http" as const, url: c.url }
-      : { transport: "http" as const, url: c.url, apiKey: c.apiKey })
+    decode: (w) =>
+      HttpServerConfig.make({
+        url: w.url,
+        ...(w.apiKey === undefined ? {} : { apiKey: w.apiKey }),
+        ...(w.oauth === undefined ? {} : { oauth: w.oauth })
+      }),
+    encode: (c) => ({
+      transport: "http" as const,
+      url: c.url,
+      ...(c.apiKey === undefined ? {} : { apiKey: c.apiKey }),
+      ...(c.oauth === undefined ? {} : { oauth: c.oauth })
+    })
   })
 )
 

@@ -27,8 +27,15 @@ const stdioConfig = fc
   })
   .map((fields) => ServerConfig.StdioServerConfig.make(fields))
 
+const oauthConfig = fc.record({
+  clientId: nonEmpty,
+  clientSecret: fc.string(),
+  scope: nonEmpty,
+  grant: fc.constantFrom("authorization_code" as const, "client_credentials" as const)
+}, { requiredKeys: [] })
+
 const httpConfig = fc
-  .record({ url: nonEmpty, apiKey: fc.string() }, { requiredKeys: ["url"] })
+  .record({ url: nonEmpty, apiKey: fc.string(), oauth: oauthConfig }, { requiredKeys: ["url"] })
   .map((fields) => ServerConfig.HttpServerConfig.make(fields))
 
 const config: fc.Arbitrary<ServerConfig.ServerConfig> = fc.oneof(stdioConfig, httpConfig)

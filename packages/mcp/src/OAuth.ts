@@ -151,6 +151,11 @@ export interface Config {
   readonly clientMetadataUrl?: string | undefined
   /** The name sent in dynamic registration (default "Skald"). */
   readonly clientName?: string | undefined
+  /**
+   * The scope to ask for (space-separated) instead of the challenge's or the metadata's; a step-up
+   * (403 `insufficient_scope`) still adds the challenge's.
+   */
+  readonly scope?: string | undefined
   /** `authorization_code` (default, needs an Authorizer), `client_credentials`, or `cross_app`. */
   readonly grant?: "authorization_code" | "client_credentials" | "cross_app" | undefined
   /** Cross-app access (SEP-990): the identity provider's ID token and token endpoint. */
@@ -443,7 +448,11 @@ export const makeSession = (
     /** Scopes to ask for: the challenge's, else the resource's; `offline_access` only where offered. */
     const scopesFor = (server: oauth.AuthorizationServer, challenge: Record<string, string>, stepUp: boolean) => {
       const wanted = new Set<string>()
-      const from = challenge.scope !== undefined
+      const from = stepUp && challenge.scope !== undefined
+        ? challenge.scope.split(" ")
+        : config.scope !== undefined
+        ? config.scope.split(" ")
+        : challenge.scope !== undefined
         ? challenge.scope.split(" ")
         : prmScopes !== undefined
         ? [...prmScopes]

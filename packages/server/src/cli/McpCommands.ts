@@ -125,6 +125,28 @@ const addConfig = {
     Options.withDescription("The variable (stored secret or environment) holding the api key: stored as ${VAR}."),
     Options.optional
   ),
+  oauthClientId: Options.text("oauth-client-id").pipe(
+    Options.withDescription("A pre-registered OAuth client id (HTTP servers; used instead of registering one)."),
+    Options.optional
+  ),
+  oauthClientSecret: Options.text("oauth-client-secret").pipe(
+    Options.withDescription(
+      "Its secret: @- (read from stdin, moved into the secret store as MCP_<SERVER>__OAUTH_CLIENT_SECRET) or a " +
+        "${NAME} reference; never the value itself on the command line."
+    ),
+    Options.optional
+  ),
+  oauthScope: Options.text("oauth-scope").pipe(
+    Options.withDescription("The OAuth scope to ask for (space-separated), instead of what the server names."),
+    Options.optional
+  ),
+  oauthGrant: Options.choice("oauth-grant", ["authorization_code", "client_credentials"]).pipe(
+    Options.withDescription(
+      "authorization_code (default: a user logs in with `skald mcp login`) or client_credentials (a machine " +
+        "client: the host gets its tokens with the client id and secret, no login)."
+    ),
+    Options.optional
+  ),
   replace: Options.boolean("replace").pipe(
     Options.withDescription("Replace the server of that name if one is registered (without it: refused).")
   ),
@@ -144,6 +166,9 @@ const add = Command.make("add", addConfig, Lazy.handler(() => import("./McpHandl
     examples: [
       "skald mcp add weather --secret-env API_TOKEN=s3cr3t -- node weather.js",
       "skald mcp add docs --http https://example.com/mcp --api-key-env DOCS_KEY",
+      "skald mcp add crm --http https://crm.example.com/mcp --oauth-client-id skald-crm --oauth-client-secret @- < secret.txt",
+      "skald mcp add jobs --http https://jobs.example.com/mcp --oauth-grant client_credentials --oauth-client-id bot " +
+      "--oauth-client-secret '${JOBS_SECRET}'",
       "skald mcp add weather --replace -- node weather.js --units metric"
     ]
   }))

@@ -27,6 +27,7 @@ import m0006 from "./migrations/0006_chat.js"
 import m0007 from "./migrations/0007_settings.js"
 import m0008 from "./migrations/0008_status_cause.js"
 import m0009 from "./migrations/0009_mcp_grants.js"
+import m0012 from "./migrations/0012_mcp_server_oauth.js"
 import { ensurePrivateDir, Paths, PRIVATE_FILE_MODE, privateFile } from "./Paths.js"
 import * as Rows from "./Rows.js"
 
@@ -121,7 +122,9 @@ export const migrations = {
   "0006_chat": m0006,
   "0007_settings": m0007,
   "0008_status_cause": m0008,
-  "0009_mcp_grants": m0009
+  "0009_mcp_grants": m0009,
+  // 0010 and 0011 are the inbox's and the approvals' (other branches).
+  "0012_mcp_server_oauth": m0012
 }
 
 /**

@@ -381,56 +381,75 @@ describe("skald mcp login and logout", () => {
     120_000
   )
 
-  it("mcp add --oauth-grant client_credentials: a call gets tokens with the client secret, no login", async () => {
-    const home = makeHome()
-    const secret = `${MARKER}-machine-secret`
-    const record = Path.join(home, "fixture.jsonl")
-    const server = await startFixture({ OAUTH_CLIENT_ID: "bot", OAUTH_CLIENT_SECRET: secret, FIXTURE_RECORD: record })
-    try {
-      const env = { SKALD_HOME: home }
-      assert.strictEqual((await runSkald(["secret", "set", "BOT_SECRET"], { env, input: secret })).status, 0)
-      const added = await runSkald([
-        "mcp",
-        "add",
-        "bot",
-        "--http",
-        server.url,
-        "--oauth-grant",
-        "client_credentials",
-        "--oauth-client-id",
-        "bot",
-        "--oauth-client-secret",
-        "${BOT_SECRET}"
-      ], { env })
-      assert.strictEqual(added.status, 0, added.stderr)
-      const shown = await runSkald(["mcp", "show", "bot"], { env })
-      assert.match(shown.stdout, /oauth grant\s+client_credentials/)
-      assert.match(shown.stdout, /oauth secret\s+\$\{BOT_SECRET\}/)
+  it(
+    "mcp add --oauth-grant client_credentials: a call and the host get tokens with the client secret, no login",
+    async () => {
+      const home = makeHome()
+      const secret = `${MARKER}-machine-secret`
+      const record = Path.join(home, "fixture.jsonl")
+      const server = await startFixture({ OAUTH_CLIENT_ID: "bot", OAUTH_CLIENT_SECRET: secret, FIXTURE_RECORD: record })
+      try {
+        const env = { SKALD_HOME: home }
+        assert.strictEqual((await runSkald(["secret", "set", "BOT_SECRET"], { env, input: secret })).status, 0)
+        const added = await runSkald([
+          "mcp",
+          "add",
+          "bot",
+          "--http",
+          server.url,
+          "--oauth-grant",
+          "client_credentials",
+          "--oauth-client-id",
+          "bot",
+          "--oauth-client-secret",
+          "${BOT_SECRET}"
+        ], { env })
+        assert.strictEqual(added.status, 0, added.stderr)
+        const shown = await runSkald(["mcp", "show", "bot"], { env })
+        assert.match(shown.stdout, /oauth grant\s+client_credentials/)
+        assert.match(shown.stdout, /oauth secret\s+\$\{BOT_SECRET\}/)
 
-      const called = await runSkald(["mcp", "call", "bot", "echo", "--args", "{\"message\":\"hi\"}"], { env })
-      assert.strictEqual(called.status, 0, called.stderr)
-      assert.include(called.stdout, "hi")
-      const tokens = Fs.readFileSync(record, "utf8").trim().split("\n").map((l) => JSON.parse(l))
-        .filter((e) => e.event === "token")
-      assert.deepStrictEqual(tokens.map((e) => [e.grant, e.clientId]), [["client_credentials", "bot"]])
+        const called = await runSkald(["mcp", "call", "bot", "echo", "--args", "{\"message\":\"hi\"}"], { env })
+        assert.strictEqual(called.status, 0, called.stderr)
+        assert.include(called.stdout, "hi")
+        const tokens = Fs.readFileSync(record, "utf8").trim().split("\n").map((l) => JSON.parse(l))
+          .filter((e) => e.event === "token")
+        assert.deepStrictEqual(tokens.map((e) => [e.grant, e.clientId]), [["client_credentials", "bot"]])
 
-      // A wrong secret: the authorization failed, said so (not "api key"), the secret not shown.
-      assert.strictEqual(
-        (await runSkald(["secret", "set", "BOT_SECRET"], { env, input: `${MARKER}-wrong` })).status,
-        0
-      )
-      assert.strictEqual((await runSkald(["mcp", "logout", "bot"], { env })).status, 0)
-      const refused = await runSkald(["mcp", "call", "bot", "echo", "--args", "{\"message\":\"hi\"}"], { env })
-      assert.strictEqual(refused.status, 2, refused.stderr)
-      assert.include(refused.stderr, "authorization failed")
-      assert.include(refused.stderr, "invalid_client")
-      assert.notInclude(refused.stderr, "api key")
-      assert.notInclude(refused.stdout + refused.stderr, MARKER)
-    } finally {
-      server.stop()
-      Fs.rmSync(home, { recursive: true, force: true })
-    }
-  }, 120_000)
+        // The running host connects it the same way, with no one logged in.
+        assert.strictEqual((await runSkald(["mcp", "logout", "bot"], { env })).status, 0)
+        const serve = await startServe(home)
+        try {
+          const listed = await until(
+            "bot to connect",
+            () => runSkald(["mcp", "list"], { env }),
+            (r) => /^bot\s+http\s+connected/m.test(r.stdout)
+          )
+          assert.match(listed.stdout, /^bot\s+http\s+connected \(\d+ tools\)/m)
+          assert.notInclude(listed.stdout + listed.stderr + serve.stderr(), MARKER)
+        } finally {
+          await stopProcess(serve.child)
+        }
+
+        // A wrong secret: the authorization failed, said so (not "api key"), the secret not shown.
+        assert.strictEqual(
+          (await runSkald(["secret", "set", "BOT_SECRET"], { env, input: `${MARKER}-wrong` })).status,
+          0
+        )
+        assert.strictEqual((await runSkald(["mcp", "logout", "bot"], { env })).status, 0)
+        const refused = await runSkald(["mcp", "call", "bot", "echo", "--args", "{\"message\":\"hi\"}"], { env })
+        assert.strictEqual(refused.status, 2, refused.stderr)
+        assert.include(refused.stderr, "authorization failed")
+        assert.include(refused.stderr, "invalid_client")
+        assert.notInclude(refused.stderr, "api key")
+        assert.notInclude(refused.stdout + refused.stderr, MARKER)
+      } finally {
+        server.stop()
+        Fs.rmSync(home, { recursive: true, force: true })
+      }
+    },
+    120_000
+  )
 
   it("mcp add refuses a client secret given on the command line, and OAuth settings that do not fit", async () => {
     const home = makeHome()

@@ -9,9 +9,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { runSkald, skald } from "./cli-support.js"
+import { runSkald, skald, startServe, stopProcess } from "./cli-support.js"
 import { fixture } from "./fixtures/fixtures.js"
-import { makeHome } from "./host-support.js"
+import { makeHome, until } from "./host-support.js"
 
 const MARKER = "SKALD-OAUTH-MARKER"
 
@@ -22,10 +22,14 @@ const filesContaining = (dir: string, needle: string): Array<string> =>
     .filter((file) => Fs.lstatSync(file).isFile() && Fs.readFileSync(file).includes(needle))
 
 /** Starts the fixture; resolves with its URL and a stop function. */
-const startFixture = (): Promise<{ url: string; stop: () => void }> =>
+const startFixture = (env: Record<string, string> = {}): Promise<{ url: string; stop: () => void }> =>
   new Promise((resolve, reject) => {
-    const command = fixture("oauth-http")
-    const child = spawn(command.command, [...command.args], { cwd: command.cwd, stdio: ["ignore", "pipe", "inherit"] })
+    const command = fixture("oauth-http", env)
+    const child = spawn(command.command, [...command.args], {
+      cwd: command.cwd,
+      env: { ...process.env, ...command.env },
+      stdio: ["ignore", "pipe", "inherit"]
+    })
     let out = ""
     child.stdout!.on("data", (d: Buffer) => {
       out += d.toString()
@@ -65,7 +69,26 @@ const runFollowing = (
     child.on("exit", (status) => resolve({ status, ...text }))
   })
 
-const login = (home: string, name: string) => runFollowing(home, ["mcp", "login", name], "stdout")
+const login = (home: string, name: string) => runFollowing(home, ["mcp", "login", name, "--no-browser"], "stdout")
+
+/**
+ * A stand-in browser for `$BROWSER`: an executable script that appends the URL it is given to
+ * `record` and requests it, as a browser would (the fixture approves at once and redirects to the
+ * loopback callback), so that login completes with no one at the keyboard.
+ */
+const fakeBrowser = (dir: string, record: string): string => {
+  const script = Path.join(dir, "fake-browser.mjs")
+  Fs.writeFileSync(
+    script,
+    `#!${process.execPath}\n` +
+      `import * as fs from "node:fs"\n` +
+      `const url = process.argv[2]\n` +
+      `fs.appendFileSync(${JSON.stringify(record)}, JSON.stringify(process.argv.slice(2)) + "\\n")\n` +
+      `await fetch(url).then((r) => r.text())\n`,
+    { mode: 0o755 }
+  )
+  return script
+}
 
 describe("skald mcp login and logout", () => {
   it("login stores the tokens in the secret store only; call uses them; logout forgets them", async () => {
@@ -138,6 +161,326 @@ describe("skald mcp login and logout", () => {
       assert.deepStrictEqual(Fs.existsSync(home) ? filesContaining(home, MARKER) : [], [])
     } finally {
       server.stop()
+      Fs.rmSync(home, { recursive: true, force: true })
+    }
+  }, 120_000)
+
+  it(
+    "a refresh the authorization server refuses: call, list and show say to log in again, no token shown",
+    async () => {
+      const home = makeHome()
+      const server = await startFixture({ OAUTH_REFUSE_REFRESH: "1" })
+      try {
+        const env = { SKALD_HOME: home }
+        assert.strictEqual((await runSkald(["mcp", "add", "guarded", "--http", server.url], { env })).status, 0)
+        const done = await login(home, "guarded")
+        assert.strictEqual(done.status, 0, done.stderr)
+        // The access token is forgotten by the server: the next request gets 401, and the refresh is refused.
+        await fetch(new URL("/revoke-access", server.url), { method: "POST" }).then((r) => r.text())
+
+        const called = await runSkald(["mcp", "call", "guarded", "echo", "--args", "{\"message\":\"hi\"}"], { env })
+        assert.strictEqual(called.status, 2, called.stderr)
+        assert.include(called.stderr, "login expired")
+        assert.include(called.stderr, "`skald mcp login guarded`")
+        assert.notInclude(called.stderr, "api key")
+        assert.notInclude(called.stdout + called.stderr, MARKER)
+
+        const serve = await startServe(home)
+        try {
+          const listed = await until(
+            "guarded to fail",
+            () => runSkald(["mcp", "list"], { env }),
+            (r) => r.stdout.includes("failed")
+          )
+          assert.include(listed.stdout, "login expired")
+          assert.include(listed.stderr, "'guarded': authorize it again with `skald mcp login guarded`")
+          assert.notInclude(listed.stdout + listed.stderr, "api key")
+          // The host retries the server (its status goes "starting" in between): wait for "failed".
+          const shown = await until(
+            "show to say failed",
+            () => runSkald(["mcp", "show", "guarded"], { env }),
+            (r) => r.stdout.includes("failed")
+          )
+          assert.include(shown.stdout, "login expired")
+          assert.include(shown.stderr, "`skald mcp login guarded`")
+          const json = await until(
+            "show --json to say failed",
+            () => runSkald(["mcp", "show", "guarded", "--json"], { env }).then((r) => JSON.parse(r.stdout)),
+            (j) => j.state === "failed"
+          )
+          assert.strictEqual(json.errorCause._tag, "McpHttpError")
+          assert.strictEqual(json.errorCause.oauth, "expired")
+          for (const text of [listed.stdout, listed.stderr, shown.stdout, shown.stderr, serve.stderr()]) {
+            assert.notInclude(text, MARKER)
+          }
+        } finally {
+          await stopProcess(serve.child)
+        }
+        // The tokens are still only in the secret store (nothing in the database, logs or status).
+        const secretsDir = Path.join(home, "secrets")
+        for (const file of filesContaining(home, MARKER)) {
+          assert.isTrue(file.startsWith(secretsDir + Path.sep), `${file} holds a token`)
+        }
+      } finally {
+        server.stop()
+        Fs.rmSync(home, { recursive: true, force: true })
+      }
+    },
+    120_000
+  )
+
+  it("a server never logged in: call says to log in, not to pass an api key", async () => {
+    const home = makeHome()
+    const server = await startFixture()
+    try {
+      const env = { SKALD_HOME: home }
+      assert.strictEqual((await runSkald(["mcp", "add", "guarded", "--http", server.url], { env })).status, 0)
+      const called = await runSkald(["mcp", "call", "guarded", "echo", "--args", "{\"message\":\"hi\"}"], { env })
+      assert.strictEqual(called.status, 2, called.stderr)
+      assert.include(called.stderr, "needs authorization")
+      assert.include(called.stderr, "`skald mcp login guarded`")
+      assert.notInclude(called.stderr, "api key")
+    } finally {
+      server.stop()
+      Fs.rmSync(home, { recursive: true, force: true })
+    }
+  }, 120_000)
+
+  it("login opens $BROWSER with the URL (no shell) and still prints it; the redirect completes the flow", async () => {
+    const home = makeHome()
+    const server = await startFixture()
+    try {
+      const record = Path.join(home, "browser.jsonl")
+      const browser = fakeBrowser(home, record)
+      const env = { SKALD_HOME: home }
+      assert.strictEqual((await runSkald(["mcp", "add", "guarded", "--http", server.url], { env })).status, 0)
+      // Not followed by the test: only the stand-in browser requests the URL. A missing command
+      // before it in the list is skipped.
+      const done = await runSkald(["mcp", "login", "guarded"], {
+        env: { ...env, BROWSER: `/nonexistent/browser:${browser}` }
+      })
+      assert.strictEqual(done.status, 0, done.stderr)
+      assert.include(done.stderr, `opened a browser (${browser})`)
+      assert.include(done.stderr, "authorized 'guarded'")
+      const url = done.stdout.split("\n").find((l) => l.startsWith("http://"))
+      assert.isDefined(url)
+      const opened = Fs.readFileSync(record, "utf8").trim().split("\n").map((l) => JSON.parse(l))
+      // One argument, the URL exactly as printed (no shell split or expanded it).
+      assert.deepStrictEqual(opened, [[url]])
+      const called = await runSkald(["mcp", "call", "guarded", "echo", "--args", "{\"message\":\"hi\"}"], { env })
+      assert.strictEqual(called.status, 0, called.stderr)
+    } finally {
+      server.stop()
+      Fs.rmSync(home, { recursive: true, force: true })
+    }
+  }, 120_000)
+
+  it("login --no-browser does not start $BROWSER; it prints the URL only", async () => {
+    const home = makeHome()
+    const server = await startFixture()
+    try {
+      const record = Path.join(home, "browser.jsonl")
+      const browser = fakeBrowser(home, record)
+      assert.strictEqual(
+        (await runSkald(["mcp", "add", "guarded", "--http", server.url], { env: { SKALD_HOME: home } })).status,
+        0
+      )
+      const done = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [skald, "mcp", "login", "guarded", "--no-browser"], {
+          env: { ...process.env, SKALD_HOME: home, BROWSER: browser },
+          stdio: ["ignore", "pipe", "pipe"]
+        })
+        const text = { stdout: "", stderr: "" }
+        child.stdout!.on("data", (d: Buffer) => {
+          text.stdout += d.toString()
+          // The URL printed: the test stops here (no one follows it).
+          if (text.stdout.includes("\n")) child.kill("SIGINT")
+        })
+        child.stderr!.on("data", (d: Buffer) => (text.stderr += d.toString()))
+        child.on("exit", (status) => resolve({ status, ...text }))
+      })
+      assert.match(done.stdout, /^http:\/\/127\.0\.0\.1:\d+\/authorize\?/)
+      assert.include(done.stderr, "open this URL in a browser to authorize 'guarded'")
+      assert.notInclude(done.stderr, "opened a browser")
+      assert.isFalse(Fs.existsSync(record))
+    } finally {
+      server.stop()
+      Fs.rmSync(home, { recursive: true, force: true })
+    }
+  }, 120_000)
+
+  it(
+    "mcp add --oauth-client-id/--oauth-client-secret @-/--oauth-scope: a pre-registered client, its secret in the store only",
+    async () => {
+      const home = makeHome()
+      const secret = `${MARKER}-preregistered-secret`
+      const record = Path.join(home, "fixture.jsonl")
+      const server = await startFixture({
+        OAUTH_CLIENT_ID: "skald-pre",
+        OAUTH_CLIENT_SECRET: secret,
+        FIXTURE_RECORD: record
+      })
+      try {
+        const env = { SKALD_HOME: home }
+        const added = await runSkald([
+          "mcp",
+          "add",
+          "guarded",
+          "--http",
+          server.url,
+          "--oauth-client-id",
+          "skald-pre",
+          "--oauth-client-secret",
+          "@-",
+          "--oauth-scope",
+          "echo extra"
+        ], { env, input: `${secret}\n` })
+        assert.strictEqual(added.status, 0, added.stderr)
+        assert.include(added.stderr, "MCP_GUARDED__OAUTH_CLIENT_SECRET")
+        const shown = await runSkald(["mcp", "show", "guarded"], { env })
+        assert.match(shown.stdout, /oauth client\s+skald-pre/)
+        assert.match(shown.stdout, /oauth secret\s+\$\{MCP_GUARDED__OAUTH_CLIENT_SECRET\}/)
+        assert.match(shown.stdout, /oauth scope\s+echo extra/)
+        const json = JSON.parse((await runSkald(["mcp", "show", "guarded", "--json"], { env })).stdout)
+        assert.deepStrictEqual(json.oauth, {
+          clientId: "skald-pre",
+          clientSecret: "${MCP_GUARDED__OAUTH_CLIENT_SECRET}",
+          scope: "echo extra"
+        })
+        assert.notInclude(shown.stdout + JSON.stringify(json), MARKER)
+
+        const done = await login(home, "guarded")
+        assert.strictEqual(done.status, 0, done.stderr)
+        const called = await runSkald(["mcp", "call", "guarded", "echo", "--args", "{\"message\":\"hi\"}"], { env })
+        assert.strictEqual(called.status, 0, called.stderr)
+        assert.include(called.stdout, "hi")
+        const events = Fs.readFileSync(record, "utf8").trim().split("\n").map((l) => JSON.parse(l))
+        // No registration (the fixture offers none): the configured client, its scope, its secret accepted.
+        assert.deepStrictEqual(
+          events.filter((e) => e.event === "authorize"),
+          [{ event: "authorize", clientId: "skald-pre", scope: "echo extra" }]
+        )
+        assert.deepStrictEqual(
+          events.filter((e) => e.event === "token"),
+          [{ event: "token", grant: "authorization_code", clientId: "skald-pre" }]
+        )
+        const secretsDir = Path.join(home, "secrets")
+        const holding = filesContaining(home, MARKER)
+        assert.include(holding.map((f) => Path.basename(f)), "MCP_GUARDED__OAUTH_CLIENT_SECRET")
+        for (const file of holding) assert.isTrue(file.startsWith(secretsDir + Path.sep), `${file} holds a secret`)
+
+        // rm takes the moved client secret with it.
+        const removed = await runSkald(["mcp", "rm", "guarded"], { env })
+        assert.include(removed.stderr, "MCP_GUARDED__OAUTH_CLIENT_SECRET")
+        assert.deepStrictEqual(filesContaining(home, MARKER), [])
+      } finally {
+        server.stop()
+        Fs.rmSync(home, { recursive: true, force: true })
+      }
+    },
+    120_000
+  )
+
+  it(
+    "mcp add --oauth-grant client_credentials: a call and the host get tokens with the client secret, no login",
+    async () => {
+      const home = makeHome()
+      const secret = `${MARKER}-machine-secret`
+      const record = Path.join(home, "fixture.jsonl")
+      const server = await startFixture({ OAUTH_CLIENT_ID: "bot", OAUTH_CLIENT_SECRET: secret, FIXTURE_RECORD: record })
+      try {
+        const env = { SKALD_HOME: home }
+        assert.strictEqual((await runSkald(["secret", "set", "BOT_SECRET"], { env, input: secret })).status, 0)
+        const added = await runSkald([
+          "mcp",
+          "add",
+          "bot",
+          "--http",
+          server.url,
+          "--oauth-grant",
+          "client_credentials",
+          "--oauth-client-id",
+          "bot",
+          "--oauth-client-secret",
+          "${BOT_SECRET}"
+        ], { env })
+        assert.strictEqual(added.status, 0, added.stderr)
+        const shown = await runSkald(["mcp", "show", "bot"], { env })
+        assert.match(shown.stdout, /oauth grant\s+client_credentials/)
+        assert.match(shown.stdout, /oauth secret\s+\$\{BOT_SECRET\}/)
+
+        const called = await runSkald(["mcp", "call", "bot", "echo", "--args", "{\"message\":\"hi\"}"], { env })
+        assert.strictEqual(called.status, 0, called.stderr)
+        assert.include(called.stdout, "hi")
+        const tokens = Fs.readFileSync(record, "utf8").trim().split("\n").map((l) => JSON.parse(l))
+          .filter((e) => e.event === "token")
+        assert.deepStrictEqual(tokens.map((e) => [e.grant, e.clientId]), [["client_credentials", "bot"]])
+
+        // The running host connects it the same way, with no one logged in.
+        assert.strictEqual((await runSkald(["mcp", "logout", "bot"], { env })).status, 0)
+        const serve = await startServe(home)
+        try {
+          const listed = await until(
+            "bot to connect",
+            () => runSkald(["mcp", "list"], { env }),
+            (r) => /^bot\s+http\s+connected/m.test(r.stdout)
+          )
+          assert.match(listed.stdout, /^bot\s+http\s+connected \(\d+ tools\)/m)
+          assert.notInclude(listed.stdout + listed.stderr + serve.stderr(), MARKER)
+        } finally {
+          await stopProcess(serve.child)
+        }
+
+        // A wrong secret: the authorization failed, said so (not "api key"), the secret not shown.
+        assert.strictEqual(
+          (await runSkald(["secret", "set", "BOT_SECRET"], { env, input: `${MARKER}-wrong` })).status,
+          0
+        )
+        assert.strictEqual((await runSkald(["mcp", "logout", "bot"], { env })).status, 0)
+        const refused = await runSkald(["mcp", "call", "bot", "echo", "--args", "{\"message\":\"hi\"}"], { env })
+        assert.strictEqual(refused.status, 2, refused.stderr)
+        assert.include(refused.stderr, "authorization failed")
+        assert.include(refused.stderr, "invalid_client")
+        assert.notInclude(refused.stderr, "api key")
+        assert.notInclude(refused.stdout + refused.stderr, MARKER)
+      } finally {
+        server.stop()
+        Fs.rmSync(home, { recursive: true, force: true })
+      }
+    },
+    120_000
+  )
+
+  it("mcp add refuses a client secret given on the command line, and OAuth settings that do not fit", async () => {
+    const home = makeHome()
+    try {
+      const env = { SKALD_HOME: home }
+      const url = "http://127.0.0.1:1/mcp"
+      const literal = await runSkald(
+        ["mcp", "add", "x", "--http", url, "--oauth-client-id", "c", "--oauth-client-secret", `${MARKER}-argv`],
+        { env }
+      )
+      assert.strictEqual(literal.status, 2)
+      assert.include(literal.stderr, "--oauth-client-secret takes @-")
+      assert.notInclude(literal.stderr, MARKER)
+      const noId = await runSkald(["mcp", "add", "x", "--http", url, "--oauth-client-secret", "${S}"], { env })
+      assert.strictEqual(noId.status, 2)
+      assert.include(noId.stderr, "needs the client id")
+      const withKey = await runSkald(
+        ["mcp", "add", "x", "--http", url, "--api-key-env", "K", "--oauth-client-id", "c"],
+        { env }
+      )
+      assert.strictEqual(withKey.status, 2)
+      assert.include(withKey.stderr, "an api key turns OAuth off")
+      const machine = await runSkald(["mcp", "add", "x", "--http", url, "--oauth-grant", "client_credentials"], { env })
+      assert.strictEqual(machine.status, 2)
+      assert.include(machine.stderr, "needs a pre-registered client id")
+      const stdio = await runSkald(["mcp", "add", "x", "--oauth-client-id", "c", "--", "node", "x.js"], { env })
+      assert.strictEqual(stdio.status, 2)
+      assert.include(stdio.stderr, "go with --http")
+      assert.strictEqual((await runSkald(["mcp", "list"], { env })).stderr.includes("no MCP servers registered"), true)
+      assert.deepStrictEqual(Fs.existsSync(home) ? filesContaining(home, MARKER) : [], [])
+    } finally {
       Fs.rmSync(home, { recursive: true, force: true })
     }
   }, 120_000)

@@ -99,6 +99,46 @@ describe("OAuth against a loopback authorization server", () => {
       }
     }))
 
+  it.scoped("with no authorizer (the host), a refused refresh fails the request as an expired login", () =>
+    Effect.gen(function*() {
+      const t = yield* setup({ OAUTH_REFUSE_REFRESH: "1" })
+      yield* echo(yield* t.connect())
+      yield* Effect.promise(() => fetch(new URL("/revoke-access", t.server.url), { method: "POST" }))
+      const hostSession = OAuth.makeSession("guarded", t.server.url).pipe(
+        Effect.provideService(OAuth.TokenStore, t.store)
+      )
+      const exit = yield* Effect.exit(
+        Effect.flatMap(hostSession, (auth) => HttpTransport.client({ server: "guarded", url: t.server.url, auth }))
+      )
+      const error = Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined
+      assert.strictEqual(error?._tag, "McpHttpError")
+      if (error?._tag === "McpHttpError") {
+        assert.strictEqual(error.oauth, "expired")
+        assert.strictEqual(error.status, 401)
+        assert.include(error.message, "login expired")
+        assert.include(error.message, "invalid_grant")
+        assert.notInclude(error.message, "api key")
+        assert.notInclude(error.message, MARKER)
+      }
+      // Refused once: no second grant was attempted (there is no one to ask).
+      assert.deepStrictEqual(t.tokenRequests().map((r) => r.grant), ["authorization_code", "refresh_token"])
+    }))
+
+  it.scoped("with no authorizer and no tokens, the request fails as authorization required", () =>
+    Effect.gen(function*() {
+      const t = yield* setup()
+      const exit = yield* Effect.exit(
+        OAuth.makeSession("guarded", t.server.url).pipe(
+          Effect.flatMap((auth) => HttpTransport.client({ server: "guarded", url: t.server.url, auth })),
+          Effect.provideService(OAuth.TokenStore, t.store)
+        )
+      )
+      const error = Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined
+      assert.strictEqual(error?._tag === "McpHttpError" ? error.oauth : undefined, "required")
+      assert.include(error?.message ?? "", "needs authorization")
+      assert.deepStrictEqual(t.tokenRequests(), [])
+    }))
+
   it.scoped("with no one to authorize, the request fails with a reason and no secret", () =>
     Effect.gen(function*() {
       const t = yield* setup()

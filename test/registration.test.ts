@@ -32,9 +32,23 @@ const http = fc.record({
   apiKey: fc.option(fc.oneof(literal, reference), { nil: undefined })
 })
 
+/** An HTTP server with OAuth client settings (no api key: it would turn OAuth off). */
+const httpOAuth = fc.record({
+  _tag: fc.constant("http" as const),
+  url: fc.integer({ min: 1, max: 65535 }).map((port) => `http://127.0.0.1:${port}/mcp`),
+  oauth: fc.record({
+    clientId: fc.stringMatching(/^[a-z0-9-]{1,12}$/),
+    clientSecret: fc.option(fc.oneof(literal, reference), { nil: undefined }),
+    scope: fc.option(fc.stringMatching(/^[a-z]{1,6}( [a-z]{1,6}){0,2}$/), { nil: undefined }),
+    grant: fc.option(fc.constantFrom("authorization_code" as const, "client_credentials" as const), {
+      nil: undefined
+    })
+  })
+})
+
 const request = fc.record({
   name: serverName,
-  transport: fc.oneof(stdio, http),
+  transport: fc.oneof(stdio, http, httpOAuth),
   description: text,
   friendlyName: text,
   enabled: fc.boolean()
@@ -83,8 +97,19 @@ describe("Registration", () => {
           assert.strictEqual(back.transport, "http")
           if (back.transport !== "http") return
           assert.strictEqual(back.url, t.url)
-          if (t.apiKey === undefined) assert.isUndefined(back.apiKey)
-          else yield* given(back.apiKey!, t.apiKey)
+          const apiKey = "apiKey" in t ? t.apiKey : undefined
+          if (apiKey === undefined) assert.isUndefined(back.apiKey)
+          else yield* given(back.apiKey!, apiKey)
+          const oauth = "oauth" in t ? t.oauth : undefined
+          if (oauth === undefined) assert.isUndefined(back.oauth)
+          else {
+            assert.strictEqual(back.oauth?.clientId, oauth.clientId)
+            assert.strictEqual(back.oauth?.scope, oauth.scope)
+            assert.strictEqual(back.oauth?.grant, oauth.grant)
+            // The client secret, like an api key: a reference kept, a literal moved to the store.
+            if (oauth.clientSecret === undefined) assert.isUndefined(back.oauth?.clientSecret)
+            else yield* given(back.oauth!.clientSecret!, oauth.clientSecret)
+          }
         }
         // The same name again is refused, unless it asks to replace.
         const again = yield* Effect.flip(registration.register(req))

@@ -203,21 +203,40 @@ export class McpUrlElicitationRequired
   }
 }
 
+/**
+ * Why an OAuth-authorized server refused the request (`McpHttpError.oauth`): `expired` — the
+ * stored login could not be renewed (the refresh token was refused); `required` — no login yet,
+ * and no one to ask here; `failed` — the authorization itself failed (`reason` says why).
+ */
+export const OAuthFailure = Schema.Literal("expired", "required", "failed")
+export type OAuthFailure = typeof OAuthFailure.Type
+
 /** An HTTP exchange with a remote server failed (status, body, content type, or the network). */
 export class McpHttpError extends Schema.TaggedError<McpHttpError>("@skald/domain/McpHttpError")("McpHttpError", {
   server: Schema.String,
   url: Schema.String,
   status: Schema.optionalWith(Schema.Number, { exact: true }),
-  reason: Schema.String
+  reason: Schema.String,
+  /** Set when the server's OAuth authorization is what failed (then no api key is involved). */
+  oauth: Schema.optionalWith(OAuthFailure, { exact: true })
 }) {
   override get message(): string {
     const status = this.status === undefined ? "" : ` (HTTP ${this.status})`
+    const at = `MCP server '${this.server}' at ${this.url}`
+    switch (this.oauth) {
+      case "expired":
+        return `${at}: its login expired and could not be renewed (${this.reason})${status}; authorize it again`
+      case "required":
+        return `${at} needs authorization, which cannot be asked for here${status}; authorize it first`
+      case "failed":
+        return `${at}: authorization failed: ${this.reason}${status}`
+    }
     const hint = this.status === 401 || this.status === 403
       ? "; the api key is missing or wrong — check the api key the server is given"
       : this.status === undefined
       ? "; check the URL and that the server is running"
       : ""
-    return `MCP server '${this.server}' at ${this.url}: ${this.reason}${status}${hint}`
+    return `${at}: ${this.reason}${status}${hint}`
   }
 }
 

@@ -23,6 +23,20 @@ export class StdioServerConfig extends Schema.TaggedClass<StdioServerConfig>("@s
   }
 ) {}
 
+/**
+ * How an HTTP server's OAuth client is set up, when not by discovery and registration alone: a
+ * pre-registered client (its id; its secret as a `${VAR}` reference, never the value), the scope
+ * to ask for, and the grant (`client_credentials` for a machine client: no user, no login).
+ */
+export const HttpOAuthConfig = Schema.Struct({
+  clientId: Schema.optionalWith(Schema.NonEmptyString, { exact: true }),
+  /** A `${VAR}` template (the value lives in the secret store). */
+  clientSecret: Schema.optionalWith(Schema.String, { exact: true }),
+  scope: Schema.optionalWith(Schema.NonEmptyString, { exact: true }),
+  grant: Schema.optionalWith(Schema.Literal("authorization_code", "client_credentials"), { exact: true })
+})
+export type HttpOAuthConfig = typeof HttpOAuthConfig.Type
+
 /** A remote server speaking streamable HTTP. */
 export class HttpServerConfig extends Schema.TaggedClass<HttpServerConfig>("@skald/domain/HttpServerConfig")(
   "http",
@@ -30,7 +44,9 @@ export class HttpServerConfig extends Schema.TaggedClass<HttpServerConfig>("@ska
     url: Schema.NonEmptyString,
     /** Sent as `Authorization: Bearer <apiKey>`. May be a `${VAR}` template. */
     apiKey: Schema.optionalWith(Schema.String, { exact: true }),
-    roots
+    roots,
+    /** OAuth client settings (used only without an api key). */
+    oauth: Schema.optionalWith(HttpOAuthConfig, { exact: true })
   }
 ) {}
 
@@ -49,7 +65,8 @@ const HttpWire = Schema.Struct({
   transport: Schema.Literal("http", "sse"),
   url: Schema.NonEmptyString,
   apiKey: Schema.optionalWith(Schema.String, { exact: true }),
-  roots
+  roots,
+  oauth: Schema.optionalWith(HttpOAuthConfig, { exact: true })
 })
 
 /**
@@ -80,13 +97,15 @@ export const ServerConfig = Schema.Union(
       HttpServerConfig.make({
         url: w.url,
         ...(w.apiKey === undefined ? {} : { apiKey: w.apiKey }),
-        ...(w.roots === undefined ? {} : { roots: w.roots })
+        ...(w.roots === undefined ? {} : { roots: w.roots }),
+        ...(w.oauth === undefined ? {} : { oauth: w.oauth })
       }),
     encode: (c) => ({
       transport: "http" as const,
       url: c.url,
       ...(c.apiKey === undefined ? {} : { apiKey: c.apiKey }),
-      ...(c.roots === undefined ? {} : { roots: c.roots })
+      ...(c.roots === undefined ? {} : { roots: c.roots }),
+      ...(c.oauth === undefined ? {} : { oauth: c.oauth })
     })
   })
 )

@@ -30,8 +30,15 @@ const stdioConfig = fc
   }, { requiredKeys: ["command", "args", "env"] })
   .map((fields) => ServerConfig.StdioServerConfig.make(fields))
 
+const oauthConfig = fc.record({
+  clientId: nonEmpty,
+  clientSecret: fc.string(),
+  scope: nonEmpty,
+  grant: fc.constantFrom("authorization_code" as const, "client_credentials" as const)
+}, { requiredKeys: [] })
+
 const httpConfig = fc
-  .record({ url: nonEmpty, apiKey: fc.string(), roots }, { requiredKeys: ["url"] })
+  .record({ url: nonEmpty, apiKey: fc.string(), roots, oauth: oauthConfig }, { requiredKeys: ["url"] })
   .map((fields) => ServerConfig.HttpServerConfig.make(fields))
 
 const config: fc.Arbitrary<ServerConfig.ServerConfig> = fc.oneof(stdioConfig, httpConfig)

@@ -179,8 +179,14 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       id === undefined ? log("warning", error.message) : Effect.sync(() => undelivered(id, error))
     const tooLarge = () => end(new McpError.McpMessageTooLarge({ server, limitBytes: maxBytes }))
 
-    const httpError = (reason: string, status?: number) =>
-      new McpError.McpHttpError({ server, url, reason, ...(status !== undefined ? { status } : {}) })
+    const httpError = (reason: string, status?: number, oauth?: McpError.OAuthFailure) =>
+      new McpError.McpHttpError({
+        server,
+        url,
+        reason,
+        ...(status !== undefined ? { status } : {}),
+        ...(oauth !== undefined ? { oauth } : {})
+      })
     const unreachable = (error: Error) => httpError(`could not reach the server: ${String(error)}`)
     const exchange = (to: HttpExchange.Target | Error, method: string, headers: HttpExchange.Headers, body?: string) =>
       HttpExchange.exchange(pool, to, method, headers, body).pipe(Effect.mapError(unreachable))
@@ -379,7 +385,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           const challenge = HttpExchange.header(response, "www-authenticate")
           HttpExchange.release(response)
           const refused = yield* oauth.answer(status, challenge)
-          if (refused !== undefined) return yield* fail(id, httpError(refused, status))
+          if (refused !== undefined) return yield* fail(id, httpError(refused.reason, status, refused.oauth))
           return yield* post(message, retried, authAttempts + 1)
         }
 
@@ -698,7 +704,10 @@ interface OAuthState {
   /** Whether a response with `status` is the session's to answer (after `attempts` tries). */
   readonly handles: (status: number, attempts: number) => boolean
   /** Answers a challenge: undefined when a new token is in place, else why not. */
-  readonly answer: (status: number, challenge: string | undefined) => Effect.Effect<string | undefined>
+  readonly answer: (
+    status: number,
+    challenge: string | undefined
+  ) => Effect.Effect<{ readonly reason: string; readonly oauth?: McpError.OAuthFailure } | undefined>
   /** Renews the token before it expires (a no-op without OAuth). */
   readonly refreshIfDue: Effect.Effect<void>
   /** Whether the token is due for renewal (then messages take the Effect path, which renews it). */
@@ -719,14 +728,27 @@ const oauthState = (
       handles: (status, attempts) =>
         session !== undefined && (status === 401 || status === 403) && attempts < session.maxAttempts,
       answer: (status, challenge) =>
-        session === undefined ? Effect.succeed("not authorized") : session.challenge(status, challenge).pipe(
-          Effect.map((token) => {
-            state.bearer = Redacted.make(token)
-            return undefined
-          }),
-          // The reason goes into the request's error (logging it too would say it twice).
-          Effect.catchAll((error) => Effect.succeed(error.message))
-        ),
+        session === undefined ?
+          Effect.succeed({ reason: "not authorized" }) :
+          session.challenge(status, challenge).pipe(
+            Effect.map((token) => {
+              state.bearer = Redacted.make(token)
+              return undefined
+            }),
+            // The reason goes into the request's error (logging it too would say it twice), marked
+            // as OAuth's so that no one is told to check an api key.
+            Effect.catchAll((error) =>
+              Effect.succeed(
+                error._tag === "OAuthRefreshFailed"
+                  ? { reason: error.reason, oauth: "expired" as const }
+                  : error._tag === "OAuthAuthorizationRequired"
+                  ? { reason: error.message, oauth: "required" as const }
+                  : error.unadvertised === true
+                  ? { reason: error.message } // no OAuth metadata: the server may want an api key
+                  : { reason: error.reason, oauth: "failed" as const }
+              )
+            )
+          ),
       refreshIfDue: session === undefined ? Effect.void : session.token.pipe(
         Effect.map((token) => {
           if (token !== undefined && (state.bearer === undefined || Redacted.value(state.bearer) !== token)) {

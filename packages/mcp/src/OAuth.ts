@@ -69,7 +69,12 @@ export const layerMemoryTokenStore: Layer.Layer<TokenStore> = Layer.sync(TokenSt
 /** Why authorization failed. The reason names what to fix; it never carries a token or secret. */
 export class OAuthError extends Schema.TaggedError<OAuthError>("@skald/mcp/OAuthError")("OAuthError", {
   server: Schema.String,
-  reason: Schema.String
+  reason: Schema.String,
+  /**
+   * True when the server advertised no OAuth metadata at all (the 2025-03-26 default endpoints
+   * were tried): it may well want an api key rather than OAuth.
+   */
+  unadvertised: Schema.optionalWith(Schema.Boolean, { exact: true })
 }) {
   override get message() {
     return `authorization with server '${this.server}' failed: ${this.reason}`
@@ -87,6 +92,18 @@ export class OAuthRefreshFailed
     return `the authorization of server '${this.server}' expired and could not be renewed (${this.reason}); authorize it again`
   }
 }
+
+/** The server needs the user's authorization, and there is no one to ask here (no `Authorizer`). */
+export class OAuthAuthorizationRequired extends Schema.TaggedError<OAuthAuthorizationRequired>(
+  "@skald/mcp/OAuthAuthorizationRequired"
+)("OAuthAuthorizationRequired", { server: Schema.String }) {
+  override get message() {
+    return `server '${this.server}' needs the user's authorization, and none can be asked for here; authorize it first`
+  }
+}
+
+/** Every way a session can fail. */
+export type SessionError = OAuthError | OAuthRefreshFailed | OAuthAuthorizationRequired
 
 /**
  * The user step of the authorization-code grant: open (or print) `url`, and give back the URL the
@@ -134,6 +151,11 @@ export interface Config {
   readonly clientMetadataUrl?: string | undefined
   /** The name sent in dynamic registration (default "Skald"). */
   readonly clientName?: string | undefined
+  /**
+   * The scope to ask for (space-separated) instead of the challenge's or the metadata's; a step-up
+   * (403 `insufficient_scope`) still adds the challenge's.
+   */
+  readonly scope?: string | undefined
   /** `authorization_code` (default, needs an Authorizer), `client_credentials`, or `cross_app`. */
   readonly grant?: "authorization_code" | "client_credentials" | "cross_app" | undefined
   /** Cross-app access (SEP-990): the identity provider's ID token and token endpoint. */
@@ -152,7 +174,7 @@ export interface Config {
 /** What the transport uses. */
 export interface Session {
   /** The access token to send now (refreshed first when it is about to expire), if any. */
-  readonly token: Effect.Effect<string | undefined, OAuthError | OAuthRefreshFailed>
+  readonly token: Effect.Effect<string | undefined, SessionError>
   /**
    * Answers a 401 or 403: refresh, authorize, or step up. Gives the new token; fails when the
    * challenge cannot be met (the transport then fails the request with the reason).
@@ -160,7 +182,7 @@ export interface Session {
   readonly challenge: (
     status: number,
     wwwAuthenticate: string | undefined
-  ) => Effect.Effect<string, OAuthError | OAuthRefreshFailed>
+  ) => Effect.Effect<string, SessionError>
   /** Authorization attempts allowed for one request. */
   readonly maxAttempts: number
   /** Whether the token last handed out is due for renewal at `now` (epoch ms): a synchronous check. */
@@ -236,6 +258,10 @@ export const makeSession = (
     let resource: string = serverUrl.href
     let prmScopes: ReadonlyArray<string> | undefined
     let grantedScope: string | undefined
+    /** The 2025-03-26 default endpoints, when discovery found no metadata at all. */
+    let defaultEndpoints: oauth.AuthorizationServer | undefined
+    /** Whether the server advertised no OAuth metadata (see OAuthError.unadvertised). */
+    let unadvertised = false
     /** When the token last handed out should be renewed (expiry minus the margin). */
     let renewAt: number | undefined
     const noteExpiry = (tokens: Tokens) => {
@@ -298,12 +324,13 @@ export const makeSession = (
         if (!legacy) return yield* fail(`no authorization-server metadata at ${issuer.href}`)
         // 2025-03-26: no metadata at all: the default endpoints at the server's root.
         const root = issuer.origin
-        return {
+        defaultEndpoints = {
           issuer: root,
           authorization_endpoint: `${root}/authorize`,
           token_endpoint: `${root}/token`,
           registration_endpoint: `${root}/register`
         } satisfies oauth.AuthorizationServer
+        return defaultEndpoints
       })
 
     const discover = (challenge: Record<string, string>) =>
@@ -311,6 +338,7 @@ export const makeSession = (
         const prm = yield* discoverResource(challenge.resource_metadata)
         if (prm === undefined) {
           as = yield* discoverServer(new URL(serverUrl.origin), true)
+          unadvertised = as === defaultEndpoints
           return as
         }
         resource = prm.resource
@@ -420,7 +448,11 @@ export const makeSession = (
     /** Scopes to ask for: the challenge's, else the resource's; `offline_access` only where offered. */
     const scopesFor = (server: oauth.AuthorizationServer, challenge: Record<string, string>, stepUp: boolean) => {
       const wanted = new Set<string>()
-      const from = challenge.scope !== undefined
+      const from = stepUp && challenge.scope !== undefined
+        ? challenge.scope.split(" ")
+        : config.scope !== undefined
+        ? config.scope.split(" ")
+        : challenge.scope !== undefined
         ? challenge.scope.split(" ")
         : prmScopes !== undefined
         ? [...prmScopes]
@@ -435,9 +467,7 @@ export const makeSession = (
 
     const authorizationCode = (server: oauth.AuthorizationServer, challenge: Record<string, string>, stepUp: boolean) =>
       Effect.gen(function*() {
-        if (authorizer === undefined) {
-          return yield* fail("the server needs the user's authorization, and none can be asked here")
-        }
+        if (authorizer === undefined) return yield* new OAuthAuthorizationRequired({ server: serverName })
         const wantsRefresh = (server.grant_types_supported ?? ["authorization_code", "refresh_token"]).includes(
           "refresh_token"
         )
@@ -599,15 +629,29 @@ export const makeSession = (
           return yield* fail(`the server refused the token (${params.error})`)
         }
         const saved = yield* store.get(serverName)
-        // A 401 with a refresh token: renew first; a refused refresh falls through to a new grant.
+        const grant = config.grant ?? "authorization_code"
+        // A 401 with a refresh token: renew first; a refused refresh falls through to a new grant,
+        // unless that grant needs a user and there is none: then the login expired.
         if (!stepUp && saved.tokens?.refreshToken !== undefined) {
           const renewed = yield* refresh(saved.tokens).pipe(
-            Effect.catchTag("OAuthRefreshFailed", () => Effect.succeed(undefined))
+            Effect.catchTag(
+              "OAuthRefreshFailed",
+              (refused) =>
+                grant === "authorization_code" && authorizer === undefined
+                  ? Effect.fail(refused)
+                  : Effect.succeed(undefined)
+            )
           )
           if (renewed !== undefined) return renewed
         }
+        if (!stepUp && saved.tokens !== undefined && grant === "authorization_code" && authorizer === undefined) {
+          return yield* new OAuthRefreshFailed({
+            server: serverName,
+            reason: "the server refused the access token, and there is no refresh token to renew it with"
+          })
+        }
         const server = yield* discover(params)
-        switch (config.grant ?? "authorization_code") {
+        switch (grant) {
           case "client_credentials":
             return yield* clientCredentials(server, params)
           case "cross_app":
@@ -615,7 +659,14 @@ export const makeSession = (
           default:
             return yield* authorizationCode(server, params, stepUp)
         }
-      }).pipe(Effect.withSpan("OAuth.challenge", { attributes: { "mcp.server": server, "http.status": status } }))
+      }).pipe(
+        Effect.mapError((e) =>
+          e._tag === "OAuthError" && unadvertised
+            ? new OAuthError({ server: e.server, reason: e.reason, unadvertised: true })
+            : e
+        ),
+        Effect.withSpan("OAuth.challenge", { attributes: { "mcp.server": server, "http.status": status } })
+      )
 
     return {
       token,

@@ -3,6 +3,7 @@
  *
  * @since 0.1.0
  */
+import * as ServerName from "@skald/domain/ServerName"
 import * as Data from "effect/Data"
 
 /** Exit statuses. */
@@ -23,6 +24,16 @@ export class UsageError extends Data.TaggedError("UsageError")<{ readonly messag
 export class ExitWith extends Data.TaggedError("ExitWith")<{ readonly status: number }> {}
 
 const field = (error: object, key: string): string => String((error as Record<string, unknown>)[key])
+
+/**
+ * What to run about an OAuth failure of `server`: `skald mcp login` for a registered server; a
+ * server of `--http URL` (named by its host, never a valid server name) keeps no authorization.
+ */
+const loginHint = (server: string, again: "again " | ""): string =>
+  ServerName.isValid(server)
+    ? `skald: authorize it ${again}with \`skald mcp login ${server}\``
+    : "skald: `--http URL` keeps no authorization: run the command again to authorize, or register the server " +
+      "(`skald mcp add NAME --http URL`) and authorize it once with `skald mcp login NAME`"
 
 /**
  * The command line's hint for a host or domain error (their messages never name a flag or a
@@ -47,7 +58,9 @@ export const hintFor = (error: unknown): string | undefined => {
       return "skald: `skald mcp list` shows the registered servers"
     case "OAuthRefreshFailed":
     case "OAuthError":
-      return `skald: authorize it again with \`skald mcp login ${field(error, "server")}\``
+      return loginHint(field(error, "server"), "again ")
+    case "OAuthAuthorizationRequired":
+      return loginHint(field(error, "server"), "")
     case "ServerNotConnected":
       return `skald: \`skald mcp list\` shows its status; \`skald mcp logs ${field(error, "server")}\` its log`
     case "StartTimeout":
@@ -57,6 +70,9 @@ export const hintFor = (error: unknown): string | undefined => {
     case "NonLoopbackBind":
       return "skald: `skald serve` listens on SKALD_HOST (default 127.0.0.1)"
     case "McpHttpError": {
+      // An OAuth server's login expired, is missing or failed: log in (again); no api key is involved.
+      const oauth = (error as { readonly oauth?: unknown }).oauth
+      if (oauth !== undefined) return loginHint(field(error, "server"), oauth === "required" ? "" : "again ")
       const status = (error as { readonly status?: unknown }).status
       return status === 401 || status === 403
         ? "skald: pass the api key with --api-key-env VAR; a registered server is given a new one with " +

@@ -130,6 +130,28 @@ const addConfig = {
     Options.withDescription("A folder offered to the server as an MCP root (stored absolute); repeat it for several."),
     Options.repeated
   ),
+  oauthClientId: Options.text("oauth-client-id").pipe(
+    Options.withDescription("A pre-registered OAuth client id (HTTP servers; used instead of registering one)."),
+    Options.optional
+  ),
+  oauthClientSecret: Options.text("oauth-client-secret").pipe(
+    Options.withDescription(
+      "Its secret: @- (read from stdin, moved into the secret store as MCP_<SERVER>__OAUTH_CLIENT_SECRET) or a " +
+        "${NAME} reference; never the value itself on the command line."
+    ),
+    Options.optional
+  ),
+  oauthScope: Options.text("oauth-scope").pipe(
+    Options.withDescription("The OAuth scope to ask for (space-separated), instead of what the server names."),
+    Options.optional
+  ),
+  oauthGrant: Options.choice("oauth-grant", ["authorization_code", "client_credentials"]).pipe(
+    Options.withDescription(
+      "authorization_code (default: a user logs in with `skald mcp login`) or client_credentials (a machine " +
+        "client: the host gets its tokens with the client id and secret, no login)."
+    ),
+    Options.optional
+  ),
   replace: Options.boolean("replace").pipe(
     Options.withDescription("Replace the server of that name if one is registered (without it: refused).")
   ),
@@ -150,7 +172,10 @@ const add = Command.make("add", addConfig, Lazy.handler(() => import("./McpHandl
       "skald mcp add weather --secret-env API_TOKEN=s3cr3t -- node weather.js",
       "skald mcp add docs --http https://example.com/mcp --api-key-env DOCS_KEY",
       "skald mcp add weather --replace -- node weather.js --units metric",
-      "skald mcp add files --root ~/projects/site -- npx -y @modelcontextprotocol/server-filesystem"
+      "skald mcp add files --root ~/projects/site -- npx -y @modelcontextprotocol/server-filesystem",
+      "skald mcp add crm --http https://crm.example.com/mcp --oauth-client-id skald-crm --oauth-client-secret @- < secret.txt",
+      "skald mcp add jobs --http https://jobs.example.com/mcp --oauth-grant client_credentials --oauth-client-id bot " +
+      "--oauth-client-secret '${JOBS_SECRET}'"
     ]
   }))
 )
@@ -326,12 +351,27 @@ const rm = Command.make("rm", nameConfig, Lazy.handler(() => import("./McpHandle
   }))
 )
 
-const login = Command.make("login", nameConfig, Lazy.handler(() => import("./McpHandlers.js"), (m) => m.login)).pipe(
+const loginConfig = {
+  name: serverName,
+  noBrowser: Options.boolean("no-browser").pipe(
+    Options.withDescription("Only print the authorization URL; do not open a browser.")
+  ),
+  home: Host.home
+}
+
+/** What `skald mcp login` parsed. */
+export type LoginArgs = Command.Command.ParseConfig<typeof loginConfig>
+
+const login = Command.make("login", loginConfig, Lazy.handler(() => import("./McpHandlers.js"), (m) => m.login)).pipe(
   Command.withDescription(Help.about({
-    summary:
-      "Authorize an HTTP server (OAuth 2.1): prints the authorization URL and waits for its redirect on 127.0.0.1.",
+    summary: "Authorize an HTTP server (OAuth 2.1): opens a browser if one is there, prints the authorization URL " +
+      "and waits for its redirect on 127.0.0.1.",
+    details: [
+      "The browser: $BROWSER (commands separated by ':', %s for the URL), else open (macOS) or xdg-open (with a " +
+      "display). --no-browser: only print the URL."
+    ],
     usage: ["skald mcp login [options] NAME"],
-    examples: ["skald mcp login notion"]
+    examples: ["skald mcp login notion", "skald mcp login notion --no-browser"]
   }))
 )
 

@@ -14,6 +14,7 @@ import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as Os from "node:os"
+import * as Browser from "../host/Browser.js"
 import * as ConfigImportFile from "../host/ConfigImportFile.js"
 import type * as Connector from "../host/Connector.js"
 import { UnknownServer } from "../host/HostError.js"
@@ -31,8 +32,18 @@ import * as CallParse from "./CallParse.js"
 import { ExitStatus, ExitWith, statusHint, UsageError } from "./CliError.js"
 import * as Elicit from "./Elicit.js"
 import * as Host from "./HostRuntime.js"
-import { stderr, stdout, stdoutBytes } from "./Io.js"
-import type { AddArgs, CallArgs, ImportArgs, ListArgs, LogsArgs, NameArgs, ShowArgs, ToolsArgs } from "./McpCommands.js"
+import { readStdin, stderr, stdout, stdoutBytes } from "./Io.js"
+import type {
+  AddArgs,
+  CallArgs,
+  ImportArgs,
+  ListArgs,
+  LoginArgs,
+  LogsArgs,
+  NameArgs,
+  ShowArgs,
+  ToolsArgs
+} from "./McpCommands.js"
 import * as Output from "./Output.js"
 import { ServerCommandLine } from "./Target.js"
 
@@ -47,6 +58,21 @@ const pairs = (option: string, given: HashMap.HashMap<string, string>) =>
         })
       )).pipe(Effect.map((all) => Object.fromEntries(all)))
 
+/**
+ * `--oauth-client-secret`: `@-` (stdin, one trailing newline dropped) or a `${NAME}` reference. A
+ * value on the command line is refused: other users can read a process's arguments.
+ */
+const clientSecretOf = (given: Option.Option<string>) =>
+  Effect.gen(function*() {
+    if (Option.isNone(given)) return undefined
+    if (given.value === "@-") return (yield* readStdin("oauth-client-secret")).replace(/\r?\n$/, "")
+    if (SecretNames.isReference(given.value)) return given.value
+    return yield* new UsageError({
+      message: "--oauth-client-secret takes @- (the secret on stdin) or a ${NAME} reference (quoted: " +
+        "'${NAME}'), not the secret itself: other users can see a command's arguments"
+    })
+  })
+
 /** `skald mcp add`'s flags → a registration request (the rules are Registration's). */
 const addRequest = (o: {
   readonly name: ServerName.ServerName
@@ -58,6 +84,10 @@ const addRequest = (o: {
   readonly apiKey: Option.Option<string>
   readonly apiKeyEnv: Option.Option<string>
   readonly root: ReadonlyArray<string>
+  readonly oauthClientId: Option.Option<string>
+  readonly oauthClientSecret: Option.Option<string>
+  readonly oauthScope: Option.Option<string>
+  readonly oauthGrant: Option.Option<"authorization_code" | "client_credentials">
   readonly replace: boolean
 }) =>
   Effect.gen(function*() {
@@ -79,11 +109,20 @@ const addRequest = (o: {
         _tag: "http",
         url: o.http.value,
         apiKey: Option.getOrUndefined(o.apiKey),
-        apiKeyVariable: Option.getOrUndefined(o.apiKeyEnv)
+        apiKeyVariable: Option.getOrUndefined(o.apiKeyEnv),
+        oauth: {
+          clientId: Option.getOrUndefined(o.oauthClientId),
+          clientSecret: yield* clientSecretOf(o.oauthClientSecret),
+          scope: Option.getOrUndefined(o.oauthScope),
+          grant: Option.getOrUndefined(o.oauthGrant)
+        }
       }
     } else {
       if (Option.isSome(o.apiKey) || Option.isSome(o.apiKeyEnv)) {
         return yield* new UsageError({ message: "--api-key and --api-key-env go with --http" })
+      }
+      if ([o.oauthClientId, o.oauthClientSecret, o.oauthScope, o.oauthGrant].some(Option.isSome)) {
+        return yield* new UsageError({ message: "the --oauth-… options go with --http" })
       }
       const [command, ...args] = commandLine
       if (command === undefined || command.length === 0) {
@@ -194,6 +233,11 @@ export const show = ({ home, json, name }: ShowArgs) =>
         for (const [key, value] of env) rows.push(["env", `${key}=${value}`])
       } else {
         rows.push(["url", view.url], ["api key", view.apiKey ?? ""])
+        const oauth = view.oauth
+        if (oauth?.clientId !== undefined) rows.push(["oauth client", oauth.clientId])
+        if (oauth?.clientSecret !== undefined) rows.push(["oauth secret", oauth.clientSecret])
+        if (oauth?.scope !== undefined) rows.push(["oauth scope", oauth.scope])
+        if (oauth?.grant !== undefined) rows.push(["oauth grant", oauth.grant])
       }
       for (const root of view.roots ?? []) rows.push(["root", root])
       rows.push(
@@ -312,14 +356,25 @@ export const rm = ({ home, name }: NameArgs) =>
     })
   )
 
-/** `skald mcp login`: the URL on stdout (alone on its line), what to do on stderr. */
-export const login = ({ home, name }: NameArgs) =>
+/**
+ * `skald mcp login`: opens a browser if one is there (not with --no-browser); the URL always on
+ * stdout (alone on its line), what to do on stderr.
+ */
+export const login = ({ home, name, noBrowser }: LoginArgs) =>
   Host.run(
     home,
     Effect.scoped(Effect.gen(function*() {
       const authorizer = yield* OAuthTokens.loopbackAuthorizer(
         (url) =>
-          stderr(`skald: open this URL in a browser to authorize '${name}':`).pipe(Effect.zipRight(stdout(url.href))),
+          Effect.gen(function*() {
+            const opened = noBrowser ? undefined : yield* Browser.open(url.href)
+            yield* stderr(
+              opened === undefined
+                ? `skald: open this URL in a browser to authorize '${name}':`
+                : `skald: opened a browser (${opened}) to authorize '${name}'; if it shows nothing, open this URL:`
+            )
+            yield* stdout(url.href)
+          }),
         undefined,
         name
       )

@@ -94,7 +94,7 @@ export const oauthFor = (
   resolved: Resolved
 ): Effect.Effect<OAuth.Session | undefined, never, SecretStore> =>
   resolved._tag === "http" && resolved.apiKey === undefined
-    ? OAuthTokens.session(server, resolved.url)
+    ? OAuthTokens.session(server, resolved.url, resolved.oauth)
     : Effect.succeed(undefined)
 
 /** Resolves the entry's `${VAR}` references and connects, within the start timeout. */

@@ -189,11 +189,7 @@ export const validate = (entry: McpServerEntry.McpServerEntry): Effect.Effect<vo
 
 /** The `${NAME}` references of a config. */
 const referencesOf = (config: McpServerEntry.McpServerEntry["config"]): ReadonlyArray<string> =>
-  config._tag === "stdio"
-    ? Object.values(config.env).flatMap(SecretNames.references)
-    : config.apiKey === undefined
-    ? []
-    : SecretNames.references(config.apiKey)
+  SecretNames.secretFields(config).flatMap(([, template]) => SecretNames.references(template))
 
 const describe = (error: unknown): string =>
   typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)

@@ -58,6 +58,8 @@ const Row = Schema.Struct({
   env: Schema.parseJson(),
   url: Schema.NullOr(Schema.String),
   api_key: Schema.NullOr(Schema.String),
+  /** JSON (ServerConfig.HttpOAuthConfig), http only. */
+  oauth: Schema.NullOr(Schema.parseJson()),
   description: Schema.NullOr(Schema.String),
   friendly_name: Schema.NullOr(Schema.String),
   enabled: Schema.Literal(0, 1),
@@ -79,7 +81,8 @@ const fromRow = (row: Row): Effect.Effect<McpServerEntry.McpServerEntry, Corrupt
       _tag: "http",
       url: row.url,
       ...(row.api_key === null ? {} : { apiKey: row.api_key }),
-      ...roots
+      ...roots,
+      ...(row.oauth === null ? {} : { oauth: row.oauth })
     }) as Effect.Effect<
       ServerConfig.ServerConfig,
       ParseError
@@ -102,7 +105,8 @@ export const layer: Layer.Layer<McpServerRepo, never, SqlClient.SqlClient> = Lay
   McpServerRepo,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const columns = sql`name, transport, command, args, env, url, api_key, description, friendly_name, enabled, roots`
+    const columns =
+      sql`name, transport, command, args, env, url, api_key, oauth, description, friendly_name, enabled, roots`
     const all = SqlSchema.findAll({
       Request: Schema.Void,
       Result: Row,
@@ -149,15 +153,16 @@ export const layer: Layer.Layer<McpServerRepo, never, SqlClient.SqlClient> = Lay
           const c = entry.config
           const stdio = c._tag === "stdio"
           return sql`INSERT INTO mcp_servers
-          (name, transport, command, args, env, url, api_key, description, friendly_name, enabled, roots, created_at,
-            updated_at)
+          (name, transport, command, args, env, url, api_key, oauth, description, friendly_name, enabled, roots,
+            created_at, updated_at)
           VALUES (${entry.name}, ${c._tag}, ${stdio ? c.command : null}, ${JSON.stringify(stdio ? c.args : [])},
             ${JSON.stringify(stdio ? c.env : {})}, ${stdio ? null : c.url}, ${stdio ? null : c.apiKey ?? null},
+            ${stdio || c.oauth === undefined ? null : JSON.stringify(c.oauth)},
             ${entry.description ?? null}, ${entry.friendlyName ?? null}, ${entry.enabled ? 1 : 0},
             ${JSON.stringify(c.roots ?? [])}, ${at}, ${at})
           ON CONFLICT (name) DO UPDATE SET
             transport = excluded.transport, command = excluded.command, args = excluded.args, env = excluded.env,
-            url = excluded.url, api_key = excluded.api_key, description = excluded.description,
+            url = excluded.url, api_key = excluded.api_key, oauth = excluded.oauth, description = excluded.description,
             friendly_name = excluded.friendly_name, enabled = excluded.enabled, roots = excluded.roots,
             updated_at = excluded.updated_at`
             .pipe(Effect.asVoid)

@@ -21,7 +21,7 @@ import * as Http from "node:http"
 import { UnknownServer } from "./HostError.js"
 import { McpServerRepo } from "./McpServerRepo.js"
 import { OAUTH_FIELD, secretNameFor } from "./SecretNames.js"
-import { SecretStore } from "./SecretStore.js"
+import { type ResolvedOAuth, SecretStore } from "./SecretStore.js"
 
 /** Authorization cannot be run for this server. */
 export class OAuthNotApplicable extends Schema.TaggedError<OAuthNotApplicable>("@skald/server/OAuthNotApplicable")(
@@ -72,11 +72,26 @@ export const tokenStore = (secrets: SecretStore): Context.Tag.Service<OAuth.Toke
   }
 }
 
-/** The session a registered HTTP server's transport gets: stored tokens, refreshed; no user step. */
-export const session = (server: string, url: string) =>
+/** A registered server's OAuth client settings (secret resolved) as the session's configuration. */
+export const configOf = (oauth: ResolvedOAuth | undefined): OAuth.Config =>
+  oauth === undefined ? {} : {
+    clientId: oauth.clientId,
+    clientSecret: oauth.clientSecret === undefined ? undefined : Redacted.value(oauth.clientSecret),
+    scope: oauth.scope,
+    grant: oauth.grant
+  }
+
+/**
+ * The session a registered HTTP server's transport gets: stored tokens, refreshed; no user step
+ * (a `client_credentials` client needs none).
+ */
+export const session = (server: string, url: string, oauth?: ResolvedOAuth) =>
   Effect.flatMap(
     SecretStore,
-    (secrets) => OAuth.makeSession(server, url).pipe(Effect.provideService(OAuth.TokenStore, tokenStore(secrets)))
+    (secrets) =>
+      OAuth.makeSession(server, url, configOf(oauth)).pipe(
+        Effect.provideService(OAuth.TokenStore, tokenStore(secrets))
+      )
   )
 
 /**
@@ -126,7 +141,7 @@ export const loopbackAuthorizer = (
     }
   })
 
-const httpUrlOf = (name: ServerName.ServerName) =>
+const httpConfigOf = (name: ServerName.ServerName) =>
   Effect.gen(function*() {
     const entry = yield* (yield* McpServerRepo).get(name)
     if (Option.isNone(entry)) return yield* new UnknownServer({ name })
@@ -134,26 +149,34 @@ const httpUrlOf = (name: ServerName.ServerName) =>
     if (config._tag !== "http") {
       return yield* new OAuthNotApplicable({ name, reason: "it is a stdio server (OAuth is for HTTP servers)" })
     }
-    return config.url
+    return config
   })
 
-/** Runs the authorization for a registered HTTP server (forgetting its old tokens first). */
+/**
+ * Runs the authorization for a registered HTTP server (forgetting its old tokens first), with its
+ * configured client, scope and grant.
+ */
 export const login = (name: ServerName.ServerName, authorizer: OAuth.Authorizer) =>
   Effect.gen(function*() {
-    const url = yield* httpUrlOf(name)
-    const store = tokenStore(yield* SecretStore)
+    const config = yield* httpConfigOf(name)
+    const secrets = yield* SecretStore
+    const resolved = yield* secrets.resolve(name, config)
+    const store = tokenStore(secrets)
     const saved = yield* store.get(name)
     yield* store.set(name, { client: saved.client })
-    const auth = yield* OAuth.makeSession(name, url, {}, authorizer).pipe(
-      Effect.provideService(OAuth.TokenStore, store)
-    )
+    const auth = yield* OAuth.makeSession(
+      name,
+      config.url,
+      configOf(resolved._tag === "http" ? resolved.oauth : undefined),
+      authorizer
+    ).pipe(Effect.provideService(OAuth.TokenStore, store))
     yield* auth.challenge(401, undefined)
   })
 
 /** Forgets a server's tokens and registered client. True when there were any. */
 export const logout = (name: ServerName.ServerName) =>
   Effect.gen(function*() {
-    yield* httpUrlOf(name)
+    yield* httpConfigOf(name)
     const secrets = yield* SecretStore
     const had = Option.isSome(yield* secrets.get(secretNameFor(name, OAUTH_FIELD)))
     yield* secrets.remove(secretNameFor(name, OAUTH_FIELD))

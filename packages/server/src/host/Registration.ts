@@ -16,7 +16,7 @@ import * as Path from "node:path"
 import { InvalidServerEntry, ServerAlreadyRegistered } from "./HostError.js"
 import { validate } from "./McpManager.js"
 import { McpServerRepo } from "./McpServerRepo.js"
-import { API_KEY_FIELD, isReference, isValidName, secretNameFor } from "./SecretNames.js"
+import { API_KEY_FIELD, isReference, isValidName, OAUTH_CLIENT_SECRET_FIELD, secretNameFor } from "./SecretNames.js"
 import { SecretStore } from "./SecretStore.js"
 import * as ServerSecrets from "./ServerSecrets.js"
 
@@ -38,7 +38,18 @@ export type Transport =
     readonly apiKey?: string | undefined
     /** The variable (stored secret or environment) holding the api key: stored as `${VARIABLE}`. */
     readonly apiKeyVariable?: string | undefined
+    /** OAuth client settings (not with an api key, which turns OAuth off). */
+    readonly oauth?: OAuthRequest | undefined
   }
+
+/** A pre-registered OAuth client, its scope and grant, as requested. */
+export interface OAuthRequest {
+  readonly clientId?: string | undefined
+  /** A `${NAME}` reference, or a literal moved to the store as `secretNameFor(server, "OAUTH_CLIENT_SECRET")`. */
+  readonly clientSecret?: string | undefined
+  readonly scope?: string | undefined
+  readonly grant?: "authorization_code" | "client_credentials" | undefined
+}
 
 /** A registration as requested. */
 export interface Request {
@@ -122,7 +133,32 @@ export const plan = (request: Request): Effect.Effect<Planned, InvalidServerEntr
       : t.apiKey === undefined || t.apiKey.length === 0
       ? undefined
       : toReference(t.apiKey, API_KEY_FIELD)
-    config = ServerConfig.HttpServerConfig.make({ url: t.url, ...(apiKey === undefined ? {} : { apiKey }), ...roots })
+    const o = t.oauth
+    const given = o !== undefined && [o.clientId, o.clientSecret, o.scope, o.grant].some((v) => v !== undefined)
+    if (given && apiKey !== undefined) {
+      return invalid("an api key turns OAuth off: give either the api key or the OAuth client settings, not both")
+    }
+    if (o?.clientId !== undefined && o.clientId.trim().length === 0) return invalid("the OAuth client id is empty")
+    if (o?.clientSecret !== undefined && o.clientId === undefined) {
+      return invalid("an OAuth client secret needs the client id it belongs to")
+    }
+    if (o?.clientSecret !== undefined && o.clientSecret.length === 0) return invalid("the OAuth client secret is empty")
+    if (o?.grant === "client_credentials" && o.clientId === undefined) {
+      return invalid("the client credentials grant needs a pre-registered client id (and usually its secret)")
+    }
+    if (o?.scope !== undefined && o.scope.trim().length === 0) return invalid("the OAuth scope is empty")
+    const oauth: ServerConfig.HttpOAuthConfig | undefined = !given ? undefined : {
+      ...(o.clientId === undefined ? {} : { clientId: o.clientId }),
+      ...(o.clientSecret === undefined ? {} : { clientSecret: toReference(o.clientSecret, OAUTH_CLIENT_SECRET_FIELD) }),
+      ...(o.scope === undefined ? {} : { scope: o.scope.trim() }),
+      ...(o.grant === undefined ? {} : { grant: o.grant })
+    }
+    config = ServerConfig.HttpServerConfig.make({
+      url: t.url,
+      ...(apiKey === undefined ? {} : { apiKey }),
+      ...roots,
+      ...(oauth === undefined ? {} : { oauth })
+    })
   }
   const entry = McpServerEntry.McpServerEntry.make({
     name,
@@ -154,7 +190,15 @@ export const describe = (entry: McpServerEntry.McpServerEntry) => {
       : {
         transport: "http" as const,
         url: c.url,
-        ...(c.apiKey === undefined ? {} : { apiKey: isReference(c.apiKey) ? c.apiKey : HIDDEN })
+        ...(c.apiKey === undefined ? {} : { apiKey: isReference(c.apiKey) ? c.apiKey : HIDDEN }),
+        ...(c.oauth === undefined ? {} : {
+          oauth: {
+            ...c.oauth,
+            ...(c.oauth.clientSecret === undefined
+              ? {}
+              : { clientSecret: isReference(c.oauth.clientSecret) ? c.oauth.clientSecret : HIDDEN })
+          }
+        })
       })
   }
 }

@@ -62,12 +62,23 @@ export const API_KEY_FIELD = "API_KEY"
 /** The field of an HTTP server's OAuth tokens and registered client (OAuthTokens.ts), in secret names. */
 export const OAUTH_FIELD = "OAUTH"
 
-/** Each field of a config that holds a secret reference: `API_KEY` → the api key, an env key → its value. */
+/** The field of an HTTP server's pre-registered OAuth client secret (`--oauth-client-secret`), in secret names. */
+export const OAUTH_CLIENT_SECRET_FIELD = "OAUTH_CLIENT_SECRET"
+
+/**
+ * Each field of a config that holds a secret reference: `API_KEY` → the api key,
+ * `OAUTH_CLIENT_SECRET` → the OAuth client secret, an env key → its value.
+ */
 export const secretFields = (
   config: ServerConfig.ServerConfig
 ): ReadonlyArray<readonly [field: string, template: string]> =>
   config._tag === "http"
-    ? config.apiKey === undefined ? [] : [[API_KEY_FIELD, config.apiKey]]
+    ? [
+      ...(config.apiKey === undefined ? [] : [[API_KEY_FIELD, config.apiKey] as const]),
+      ...(config.oauth?.clientSecret === undefined
+        ? []
+        : [[OAUTH_CLIENT_SECRET_FIELD, config.oauth.clientSecret] as const])
+    ]
     : Object.entries(config.env)
 
 /** The `${NAME}` references in a template, in order, without repeats. */

@@ -69,6 +69,14 @@ export const exposedWarning = (e: Exposed): string =>
   `the secrets ${e.kind} ${e.path} is accessible to other users (mode ${e.mode.toString(8).padStart(4, "0")}); ` +
   `fix it with: chmod ${privateMode(e.kind).toString(8)} ${e.path}`
 
+/** An HTTP server's OAuth client settings with the client secret's reference resolved. */
+export interface ResolvedOAuth {
+  readonly clientId?: string | undefined
+  readonly clientSecret?: Redacted.Redacted<string> | undefined
+  readonly scope?: string | undefined
+  readonly grant?: "authorization_code" | "client_credentials" | undefined
+}
+
 /** A server config with its references resolved: what the transport is started with. */
 export type Resolved =
   & (
@@ -78,7 +86,13 @@ export type Resolved =
       readonly args: ReadonlyArray<string>
       readonly env: Readonly<Record<string, string>>
     }
-    | { readonly _tag: "http"; readonly url: string; readonly apiKey: Redacted.Redacted<string> | undefined }
+    | {
+      readonly _tag: "http"
+      readonly url: string
+      readonly apiKey: Redacted.Redacted<string> | undefined
+      /** The OAuth client settings, the client secret resolved. */
+      readonly oauth?: ResolvedOAuth | undefined
+    }
   )
   & {
     /** The values the references resolved to: what must never appear in a log line or a status. */
@@ -189,7 +203,14 @@ export class SecretStore extends Effect.Service<SecretStore>()("@skald/server/Se
         // A literal api key is a secret too.
         const apiKey = config.apiKey === undefined ? undefined : yield* interpolate(server, config.apiKey, secrets)
         if (apiKey !== undefined) secrets.push(apiKey)
-        return { _tag: "http", url: config.url, apiKey, secrets } satisfies Resolved as Resolved
+        const o = config.oauth
+        if (o === undefined) return { _tag: "http", url: config.url, apiKey, secrets } satisfies Resolved as Resolved
+        const clientSecret = o.clientSecret === undefined
+          ? undefined
+          : yield* interpolate(server, o.clientSecret, secrets)
+        if (clientSecret !== undefined) secrets.push(clientSecret)
+        const oauth: ResolvedOAuth = { clientId: o.clientId, clientSecret, scope: o.scope, grant: o.grant }
+        return { _tag: "http", url: config.url, apiKey, oauth, secrets } satisfies Resolved as Resolved
       }
       const env: Record<string, string> = {}
       for (const [key, template] of Object.entries(config.env)) {

@@ -14,7 +14,14 @@ import * as Option from "effect/Option"
 import type { CorruptRow, DatabaseError, InvalidSecretName, SecretStoreError } from "./HostError.js"
 import { McpServerRepo } from "./McpServerRepo.js"
 import * as Rows from "./Rows.js"
-import { legacySecretNameFor, OAUTH_FIELD, references, secretFields, secretNameFor } from "./SecretNames.js"
+import {
+  legacySecretNameFor,
+  OAUTH_CLIENT_SECRET_FIELD,
+  OAUTH_FIELD,
+  references,
+  secretFields,
+  secretNameFor
+} from "./SecretNames.js"
 import { SecretStore } from "./SecretStore.js"
 
 /** `entry` with the template of `field` replaced. */
@@ -27,7 +34,11 @@ const withField = (
   return McpServerEntry.McpServerEntry.make({
     ...entry,
     config: config._tag === "http"
-      ? ServerConfig.HttpServerConfig.make({ ...config, apiKey: template })
+      ? ServerConfig.HttpServerConfig.make(
+        field === OAUTH_CLIENT_SECRET_FIELD && config.oauth !== undefined
+          ? { ...config, oauth: { ...config.oauth, clientSecret: template } }
+          : { ...config, apiKey: template }
+      )
       : ServerConfig.StdioServerConfig.make({ ...config, env: { ...config.env, [field]: template } })
   })
 }

@@ -4,17 +4,18 @@
  * item; an answer outside the requested schema is refused and the item stays pending; a server's
  * own cancel (`notifications/cancelled`) withdraws it; the person's deadline expires it and the
  * server is answered `cancel`; a server that does not wait for its answer leaves an item that its
- * server's stop withdraws. A marker value answered to a masked field appears in no table of
+ * server's stop withdraws; over streamable HTTP (server-everything) the same. A marker value answered to a masked field appears in no table of
  * skald.db, no file under the home and no log line.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
-import { InboxItem, ServerName, type ToolResult } from "@skald/domain"
+import { InboxItem, McpServerEntry, ServerConfig, ServerName, type ToolResult } from "@skald/domain"
 import { Inbox } from "@skald/server/inbox/Inbox"
 import { InboxLog } from "@skald/server/inbox/InboxLog"
 import { Context, type Duration, Effect, Fiber, Logger } from "effect"
 import * as Fs from "node:fs"
 import { filesUnder, fixtureEntry, makeHome, startHostedManager, waitForState } from "./host-support.js"
+import { startEverything } from "./http-support.js"
 import { eventuallyEffect, readRecords, tempFile } from "./support.js"
 
 const MARKER = "marker-7f3a-never-stored"
@@ -152,5 +153,30 @@ describe("hosted elicitation (the inbox)", () => {
       )
       assert.deepStrictEqual(rows.map((r) => r.outcome), ["withdrawn"])
       assert.deepStrictEqual(yield* inbox.list, [])
+    }))
+
+  it.scopedLive("over streamable HTTP too: server-everything's elicitation is an inbox item", () =>
+    Effect.gen(function*() {
+      const everything = yield* startEverything("streamableHttp")
+      const { context, manager } = yield* startHostedManager(makeHome())
+      const inbox = Context.get(context, Inbox)
+      yield* manager.register(McpServerEntry.McpServerEntry.make({
+        name: ServerName.make("every"),
+        config: ServerConfig.HttpServerConfig.make({ url: everything.url }),
+        enabled: true
+      })).pipe(Effect.orDie)
+      // Its elicitation tool is offered only to a client that declared elicitation.
+      yield* eventuallyEffect(
+        manager.tools,
+        (tools) => tools.some((t) => t.name === "mcp__every__trigger-elicitation-request"),
+        "the elicitation tool",
+        "30 seconds"
+      )
+      const call = yield* Effect.fork(manager.call("mcp__every__trigger-elicitation-request", {}))
+      const item = yield* nextItem(inbox)
+      assert.deepStrictEqual(item.origin, { server: "every" })
+      assert.isTrue(item._tag === "Elicitation" && item.mode === "form" && item.fields.length > 0)
+      yield* inbox.resolve(item.id, new InboxItem.Decline())
+      assert.include(textOf(yield* Fiber.join(call)), "declined")
     }))
 })

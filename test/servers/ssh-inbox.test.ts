@@ -164,8 +164,8 @@ describe("the sudo password through the inbox", () => {
         assert.strictEqual(asked.length, 1)
         assert.strictEqual(asked[0]!.origin.server, "ssh")
         assert.match(asked[0]!.message, /sudo/i)
-      // The host declares URL mode, so the server asks for the secret on its own page.
-      assert.strictEqual(asked[0]!.mode, "url")
+        // The host declares URL mode, so the server asks for the secret on its own page.
+        assert.strictEqual(asked[0]!.mode, "url")
         const rows = (yield* Context.get(context, InboxLog).list).filter((r) => r.kind === "elicitation")
         assert.deepStrictEqual(rows.map((r) => [r.server, r.outcome]), [["ssh", "accepted"]])
 

@@ -5,14 +5,14 @@
  * own cancel (`notifications/cancelled`) withdraws it; the person's deadline expires it and the
  * server is answered `cancel`; a server that does not wait for its answer leaves an item that its
  * server's stop withdraws; over streamable HTTP (server-everything) the same. A marker value answered to a masked field appears in no table of
- * skald.db, no file under the home and no log line.
+ * skald.db, no file under the home, no log line and no span.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import { InboxItem, McpServerEntry, ServerConfig, ServerName, type ToolResult } from "@skald/domain"
 import { Inbox } from "@skald/server/inbox/Inbox"
 import { InboxLog } from "@skald/server/inbox/InboxLog"
-import { Context, type Duration, Effect, Fiber, Logger } from "effect"
+import { Cause, Context, type Duration, Effect, Exit, Fiber, Logger, Tracer } from "effect"
 import * as Fs from "node:fs"
 import { filesUnder, fixtureEntry, makeHome, startHostedManager, waitForState } from "./host-support.js"
 import { startEverything } from "./http-support.js"
@@ -22,6 +22,32 @@ const MARKER = "marker-7f3a-never-stored"
 
 const textOf = (result: ToolResult.ToolResult): string =>
   result._tag === "Text" ? result.text : JSON.stringify(result.value)
+
+/** A tracer that records every span it makes (as test/spans.test.ts does). */
+const recordingTracer = Effect.map(Effect.tracer, (native) => {
+  const spans: Array<Tracer.Span> = []
+  const tracer = Tracer.make({
+    span: (...args) => {
+      const span = native.span(...args)
+      spans.push(span)
+      return span
+    },
+    context: native.context
+  })
+  return { spans, tracer }
+})
+
+/**
+ * What a span exports: its name, attributes, events and a failure's cause (a success's value stays
+ * in memory: no exporter sends it).
+ */
+const spanText = (span: Tracer.Span): string =>
+  JSON.stringify([
+    span.name,
+    [...span.attributes],
+    span.status._tag === "Ended" && Exit.isFailure(span.status.exit) ? Cause.pretty(span.status.exit.cause) : "",
+    (span as { readonly events?: unknown }).events ?? []
+  ], (_key, value) => typeof value === "bigint" ? String(value) : value)
 
 /** A manager with an inbox over a fresh home, the `elicit` fixture connected; log lines captured. */
 const hosted = (options: { readonly elicitationDeadline?: Duration.DurationInput } = {}) =>
@@ -50,6 +76,45 @@ const dumpTables = (sql: SqlClient.SqlClient) =>
     return out.join("\n")
   })
 
+/** The form case: asked, a misfit answer refused, the marker accepted, then searched for. */
+const formCase = (lines: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const { home, inbox, log, manager, record, sql } = yield* hosted()
+    const initialized = readRecords(record).find((r) => r.event === "initialized")
+    assert.deepStrictEqual((initialized?.capabilities as { elicitation?: unknown }).elicitation, {
+      form: {},
+      url: {}
+    })
+    const call = yield* Effect.fork(manager.call("mcp__elicit__ask_secret", {}))
+    const item = yield* nextItem(inbox)
+    assert.strictEqual(item._tag, "Elicitation")
+    if (item._tag !== "Elicitation") return
+    assert.deepStrictEqual(item.origin, { server: "elicit" })
+    assert.strictEqual(item.mode, "form")
+    assert.strictEqual(item.message, "Enter the password for the vault")
+    assert.deepStrictEqual(item.fields.map((f) => [f.name, f.required, f.masked]), [["password", true, true]])
+    assert.isNumber(item.deadline)
+    // Outside the schema: refused, still pending, the server still waiting.
+    const wrong = yield* Effect.flip(inbox.resolve(item.id, new InboxItem.Accept({ content: { password: 42 } })))
+    assert.strictEqual(wrong._tag, "InboxAnswerInvalid")
+    const extra = yield* Effect.flip(
+      inbox.resolve(item.id, new InboxItem.Accept({ content: { password: MARKER, user: MARKER } }))
+    )
+    assert.notInclude(extra.message, MARKER)
+    assert.deepStrictEqual((yield* inbox.list).map((i) => i.id), [item.id])
+    assert.isUndefined(yield* Fiber.poll(call).pipe(Effect.map((o) => o._tag === "Some" ? o : undefined)))
+    yield* inbox.resolve(item.id, new InboxItem.Accept({ content: { password: MARKER } }))
+    assert.strictEqual(textOf(yield* Fiber.join(call)), "ask_secret: accept")
+    const answer = readRecords(record).find((r) => r.event === "answer")
+    assert.deepInclude(answer, { action: "accept", hasContent: true, keys: ["password"] })
+    const rows = (yield* log.list).filter((r) => r.id === item.id)
+    assert.deepStrictEqual(rows.map((r) => [r.kind, r.server, r.outcome]), [["elicitation", "elicit", "accepted"]])
+    // The value: in no table, no file under the home, no log line.
+    assert.notInclude(yield* dumpTables(sql), MARKER)
+    for (const file of filesUnder(home)) assert.notInclude(Fs.readFileSync(file, "latin1"), MARKER, file)
+    assert.notInclude(lines.join("\n"), MARKER)
+  })
+
 describe("hosted elicitation (the inbox)", () => {
   it.scopedLive("a form is asked in the inbox; an answer outside its schema is refused; the value is never stored", () => {
     const lines: Array<string> = []
@@ -58,40 +123,11 @@ describe("hosted elicitation (the inbox)", () => {
       Logger.make(({ message }) => void lines.push(JSON.stringify(message)))
     )
     return Effect.gen(function*() {
-      const { home, inbox, log, manager, record, sql } = yield* hosted()
-      const initialized = readRecords(record).find((r) => r.event === "initialized")
-      assert.deepStrictEqual((initialized?.capabilities as { elicitation?: unknown }).elicitation, {
-        form: {},
-        url: {}
-      })
-      const call = yield* Effect.fork(manager.call("mcp__elicit__ask_secret", {}))
-      const item = yield* nextItem(inbox)
-      assert.strictEqual(item._tag, "Elicitation")
-      if (item._tag !== "Elicitation") return
-      assert.deepStrictEqual(item.origin, { server: "elicit" })
-      assert.strictEqual(item.mode, "form")
-      assert.strictEqual(item.message, "Enter the password for the vault")
-      assert.deepStrictEqual(item.fields.map((f) => [f.name, f.required, f.masked]), [["password", true, true]])
-      assert.isNumber(item.deadline)
-      // Outside the schema: refused, still pending, the server still waiting.
-      const wrong = yield* Effect.flip(inbox.resolve(item.id, new InboxItem.Accept({ content: { password: 42 } })))
-      assert.strictEqual(wrong._tag, "InboxAnswerInvalid")
-      const extra = yield* Effect.flip(
-        inbox.resolve(item.id, new InboxItem.Accept({ content: { password: MARKER, user: MARKER } }))
-      )
-      assert.notInclude(extra.message, MARKER)
-      assert.deepStrictEqual((yield* inbox.list).map((i) => i.id), [item.id])
-      assert.isUndefined(yield* Fiber.poll(call).pipe(Effect.map((o) => o._tag === "Some" ? o : undefined)))
-      yield* inbox.resolve(item.id, new InboxItem.Accept({ content: { password: MARKER } }))
-      assert.strictEqual(textOf(yield* Fiber.join(call)), "ask_secret: accept")
-      const answer = readRecords(record).find((r) => r.event === "answer")
-      assert.deepInclude(answer, { action: "accept", hasContent: true, keys: ["password"] })
-      const rows = (yield* log.list).filter((r) => r.id === item.id)
-      assert.deepStrictEqual(rows.map((r) => [r.kind, r.server, r.outcome]), [["elicitation", "elicit", "accepted"]])
-      // The value: in no table, no file under the home, no log line.
-      assert.notInclude(yield* dumpTables(sql), MARKER)
-      for (const file of filesUnder(home)) assert.notInclude(Fs.readFileSync(file, "latin1"), MARKER, file)
-      assert.notInclude(lines.join("\n"), MARKER)
+      const { spans, tracer } = yield* recordingTracer
+      yield* Effect.withTracer(formCase(lines), tracer)
+      const names = spans.map((s) => s.name)
+      assert.includeMembers(names, ["Inbox.ask", "Inbox.resolve"])
+      for (const span of spans) assert.notInclude(spanText(span), MARKER, span.name)
     }).pipe(Effect.provide(capture))
   })
 

@@ -4,15 +4,18 @@
  * item; an answer outside the requested schema is refused and the item stays pending; a server's
  * own cancel (`notifications/cancelled`) withdraws it; the person's deadline expires it and the
  * server is answered `cancel`; a server that does not wait for its answer leaves an item that its
- * server's stop withdraws; over streamable HTTP (server-everything) the same. A marker value answered to a masked field appears in no table of
- * skald.db, no file under the home, no log line and no span.
+ * server's stop withdraws; over streamable HTTP (server-everything) the same. A marker value
+ * answered to a masked field appears in no table of skald.db, no file under the home, no log line
+ * and no span. A property: whatever the race of the person's answer, the deadline, the caller's
+ * stop and the server's own cancel, the item ends once (one ItemResolved, one log row), and what
+ * the server got agrees with the outcome.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import { InboxItem, McpServerEntry, ServerConfig, ServerName, type ToolResult } from "@skald/domain"
 import { Inbox } from "@skald/server/inbox/Inbox"
 import { InboxLog } from "@skald/server/inbox/InboxLog"
-import { Cause, Context, type Duration, Effect, Exit, Fiber, Logger, Tracer } from "effect"
+import { Cause, Context, Duration, Effect, Exit, FastCheck as fc, Fiber, Logger, Stream, Tracer } from "effect"
 import * as Fs from "node:fs"
 import { filesUnder, fixtureEntry, makeHome, startHostedManager, waitForState } from "./host-support.js"
 import { startEverything } from "./http-support.js"
@@ -215,4 +218,63 @@ describe("hosted elicitation (the inbox)", () => {
       yield* inbox.resolve(item.id, new InboxItem.Decline())
       assert.include(textOf(yield* Fiber.join(call)), "declined")
     }))
+
+  it.scopedLive.prop(
+    "exactly one resolution under a race of the person's answer, the deadline, the asker's stop and the server's cancel",
+    {
+      serverCancelAt: fc.integer({ min: 100, max: 500 }),
+      answerAt: fc.option(fc.integer({ min: 0, max: 500 }), { nil: undefined }),
+      answer: fc.constantFrom("accept", "decline", "misfit"),
+      deadline: fc.option(fc.integer({ min: 100, max: 500 }), { nil: undefined }),
+      stopAt: fc.option(fc.integer({ min: 0, max: 500 }), { nil: undefined })
+    },
+    ({ answer, answerAt, deadline, serverCancelAt, stopAt }) =>
+      Effect.gen(function*() {
+        const { inbox, log, manager, record } = yield* hosted(
+          deadline === undefined ? {} : { elicitationDeadline: Duration.millis(deadline) }
+        )
+        const changes: Array<InboxItem.InboxChange> = []
+        yield* inbox.watch.pipe(Stream.runForEach((c) => Effect.sync(() => void changes.push(c))), Effect.forkScoped)
+        const call = yield* Effect.fork(manager.call("mcp__elicit__confirm", { timeout: serverCancelAt }))
+        const item = yield* nextItem(inbox)
+        const given = answer === "accept"
+          ? new InboxItem.Accept({})
+          : answer === "decline"
+          ? new InboxItem.Decline()
+          : new InboxItem.Accept({ content: { unexpected: true } })
+        const racers: Array<Effect.Effect<unknown>> = []
+        if (answerAt !== undefined) {
+          racers.push(Effect.delay(Effect.either(inbox.resolve(item.id, given)), Duration.millis(answerAt)))
+        }
+        if (stopAt !== undefined) racers.push(Effect.delay(Fiber.interrupt(call), Duration.millis(stopAt)))
+        yield* Effect.all(racers, { concurrency: "unbounded", discard: true })
+        yield* Fiber.await(call)
+        // The server gives up at serverCancelAt at the latest: the item ends whatever else happens.
+        yield* eventuallyEffect(inbox.list, (items) => !items.some((i) => i.id === item.id), "the item to end")
+        const marker = yield* inbox.notify({ origin: {}, title: "marker", body: "" })
+        yield* eventuallyEffect(
+          Effect.sync(() => changes.some((c) => c._tag === "ItemAdded" && c.item.id === marker)),
+          (seen) => seen,
+          "the watcher to catch up"
+        )
+        const resolved = changes.filter((c): c is InboxItem.ItemResolved =>
+          c._tag === "ItemResolved" && c.id === item.id
+        )
+        assert.strictEqual(resolved.length, 1)
+        const outcome = resolved[0]!.outcome
+        assert.deepStrictEqual((yield* log.list).filter((r) => r.id === item.id).map((r) => r.outcome), [outcome])
+        assert.oneOf(outcome, ["accepted", "declined", "expired", "withdrawn"])
+        if (answer === "misfit") assert.notStrictEqual(outcome, "accepted")
+        // What the server got agrees with the outcome (when it was still waiting for it).
+        const got = readRecords(record).filter((r) => r.tool === "confirm")
+        assert.isAtMost(got.length, 1)
+        if (got[0]?.event === "answer") {
+          const expected = { accept: ["accepted"], decline: ["declined"], cancel: ["expired"] }[
+            got[0].action as "accept" | "decline" | "cancel"
+          ]
+          assert.include(expected, outcome)
+        }
+      }),
+    { timeout: 120_000, fastCheck: { numRuns: 5 } }
+  )
 })

@@ -13,9 +13,24 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import { InboxItem, McpServerEntry, ServerConfig, ServerName, type ToolResult } from "@skald/domain"
+import { McpManager } from "@skald/server"
 import { Inbox } from "@skald/server/inbox/Inbox"
 import { InboxLog } from "@skald/server/inbox/InboxLog"
-import { Cause, Context, Duration, Effect, Exit, FastCheck as fc, Fiber, Logger, Stream, Tracer } from "effect"
+import * as ServeLayer from "@skald/server/ServeLayer"
+import {
+  Cause,
+  Context,
+  Duration,
+  Effect,
+  Exit,
+  FastCheck as fc,
+  Fiber,
+  Layer,
+  Logger,
+  Option,
+  Stream,
+  Tracer
+} from "effect"
 import * as Fs from "node:fs"
 import { filesUnder, fixtureEntry, makeHome, startHostedManager, waitForState } from "./host-support.js"
 import { startEverything } from "./http-support.js"
@@ -277,4 +292,26 @@ describe("hosted elicitation (the inbox)", () => {
       }),
     { timeout: 120_000, fastCheck: { numRuns: 5 } }
   )
+
+  it.scopedLive("skald serve's layer (ServeLayer) has an inbox, and its servers ask there", () =>
+    Effect.gen(function*() {
+      const home = makeHome()
+      const record = tempFile("elicit-serve")
+      const context = yield* Layer.build(ServeLayer.layer({
+        home: Option.some(home),
+        host: "127.0.0.1",
+        port: 0,
+        startTimeout: Duration.seconds(20),
+        callTimeout: Duration.seconds(20)
+      }))
+      const manager = Context.get(context, McpManager.McpManager)
+      const inbox = Context.get(context, Inbox)
+      yield* manager.register(fixtureEntry("elicit", "elicit", { FIXTURE_RECORD: record })).pipe(Effect.orDie)
+      yield* waitForState(manager, "elicit", "connected")
+      const call = yield* Effect.fork(manager.call("mcp__elicit__confirm", {}))
+      const item = yield* nextItem(inbox)
+      assert.strictEqual(item.origin.server, "elicit")
+      yield* inbox.resolve(item.id, new InboxItem.Accept({}))
+      assert.strictEqual(textOf(yield* Fiber.join(call)), "confirm: accept")
+    }))
 })

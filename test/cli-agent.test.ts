@@ -283,7 +283,6 @@ describe("skald agent run: Ctrl-C", () => {
   )
 })
 
-/** `skald chat` on a pseudo-terminal (util-linux `script` makes one), with its output so far. */
 describe("skald chat on a terminal", () => {
   it.scopedLive("Ctrl-C stops the running turn and gives the prompt back; Ctrl-D exits", () =>
     Effect.gen(function*() {

@@ -1,8 +1,8 @@
 /**
  * The composition root of `skald serve` (DESIGN §1): the one place the serve process's layers are
  * put together. From one home: the host's services (database, repositories, secret store, logs,
- * events, registration; HostServices.ts), the HTTP endpoints, the first run's demo server, and the
- * MCP manager over all of them. `skald serve` (cli/ServeHandler.ts) provides this layer and waits;
+ * events, registration; HostServices.ts), the HTTP endpoints, the first run's demo server, the
+ * inbox (its servers' elicitations go there), and the MCP manager over all of them. `skald serve` (cli/ServeHandler.ts) provides this layer and waits;
  * closing it stops every server.
  *
  * The order is part of the contract: the HTTP endpoint listens first, so a taken port stops the
@@ -22,6 +22,7 @@ import * as HostServices from "./host/HostServices.js"
 import * as HttpEndpoints from "./host/HttpEndpoints.js"
 import * as McpManager from "./host/McpManager.js"
 import { Paths } from "./host/Paths.js"
+import { Inbox } from "./inbox/Inbox.js"
 
 /** What `skald serve` runs with. */
 export interface Options {
@@ -32,6 +33,8 @@ export interface Options {
   readonly port: number
   readonly startTimeout: Duration.Duration
   readonly callTimeout: Duration.Duration
+  /** How long a person has to answer a server's elicitation in the inbox (default 5 min). */
+  readonly elicitationDeadline?: Duration.Duration | undefined
   /** Told the endpoint's URL once it listens, before any server starts. */
   readonly onListening?: ((url: string) => Effect.Effect<void>) | undefined
   /** Told the demo server's name when the very first run of the home registered it. */
@@ -61,8 +64,10 @@ export const layer = (options: Options) =>
         McpManager.McpManager.Default({
           startTimeout: options.startTimeout,
           callTimeout: options.callTimeout,
+          elicitationDeadline: options.elicitationDeadline,
           mediaBaseUrl: url
         }))
     ).pipe(Layer.provide(firstRun), Layer.provide(http))
-    return manager.pipe(Layer.provideMerge(services))
+    // The inbox outlives the manager: its servers' elicitations are withdrawn before it closes.
+    return manager.pipe(Layer.provideMerge(Inbox.Default), Layer.provideMerge(services))
   }))

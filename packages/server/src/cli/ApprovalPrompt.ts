@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as FiberMap from "effect/FiberMap"
 import * as Stream from "effect/Stream"
 import { Inbox } from "../inbox/Inbox.js"
+import { terminal } from "./TerminalLock.js"
 
 /** The question for an approval. */
 export const question = (item: InboxItem.Approval): string => {
@@ -92,12 +93,12 @@ const askOne = (inbox: Inbox, item: InboxItem.Approval) =>
 
 /**
  * Answers the inbox's approvals on the terminal while the scope is open (a background fiber).
- * Only one question is on the terminal at a time; the others wait their turn.
+ * Only one question is on the terminal at a time (elicitations included: TerminalLock.ts); the
+ * others wait their turn.
  */
 export const onTerminal = Effect.gen(function*() {
   const inbox = yield* Inbox
   const questions = yield* FiberMap.make<string>()
-  const terminal = yield* Effect.makeSemaphore(1)
   yield* inbox.watch.pipe(
     Stream.runForEach((change) => {
       if (change._tag === "ItemResolved") return FiberMap.remove(questions, change.id)

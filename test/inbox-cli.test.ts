@@ -117,7 +117,7 @@ describe("skald agent run, stdin not a terminal", () => {
       ])
       const env = { SKALD_LLM_PROVIDER: "openai", SKALD_LLM_BASE_URL: standin.url, SKALD_LLM_MODEL: "m" }
       const run = yield* Effect.promise(() =>
-        runSkald(["agent", "run", "--home", home, "open the vault"], { env, input: "" })
+        runSkald(["agent", "run", "--home", home, "--approve", "allow", "open the vault"], { env, input: "" })
       )
       assert.strictEqual(run.status, 0, run.stderr)
       assert.include(run.stderr, "skald: MCP server 'vault' asks: Enter the password for the vault")
@@ -167,7 +167,7 @@ describe("skald chat on a terminal", () => {
           ModelStandin.text("Opened.")
         ])
         const env = { SKALD_LLM_PROVIDER: "openai", SKALD_LLM_BASE_URL: standin.url, SKALD_LLM_MODEL: "m" }
-        const chat = spawnTty(["--home", home], env)
+        const chat = spawnTty(["--home", home, "--approve", "allow"], env)
         yield* eventually(() => chat.output().includes("> "), "the prompt", "30 seconds")
         chat.child.stdin.write("open the vault\r")
         yield* eventually(

@@ -9,7 +9,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
-import { root, runSkald, skald as skaldBin, startServe, stopProcess } from "./cli-support.js"
+import { root, runSkald, skald as skaldBin, spawnTty, startServe, stopProcess } from "./cli-support.js"
 import { fixture } from "./fixtures/fixtures.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { makeHome, until } from "./host-support.js"
@@ -266,21 +266,6 @@ describe("skald agent run: Ctrl-C", () => {
     120_000
   )
 })
-
-/** `skald chat` on a pseudo-terminal (util-linux `script` makes one), with its output so far. */
-const spawnTty = (args: ReadonlyArray<string>, env: Record<string, string>) => {
-  const command = [process.execPath, skaldBin, "chat", ...args].map((a) => `'${a}'`).join(" ")
-  const child = spawn("script", ["-qfc", command, "/dev/null"], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ["pipe", "pipe", "pipe"]
-  })
-  let out = ""
-  child.stdout.on("data", (d: Buffer) => (out += d.toString()))
-  child.stderr.on("data", (d: Buffer) => (out += d.toString()))
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
-  return { child, output: () => out, exited }
-}
 
 describe("skald chat on a terminal", () => {
   it.scopedLive("Ctrl-C stops the running turn and gives the prompt back; Ctrl-D exits", () =>

@@ -68,3 +68,18 @@ export const stopProcess = (child: ChildProcess): Promise<number | null> =>
     child.once("exit", (code) => resolve(code))
     child.kill("SIGTERM")
   })
+
+/** `skald chat ARGS…` on a pseudo-terminal (util-linux `script` makes one), with its output so far. */
+export const spawnTty = (args: ReadonlyArray<string>, env: Record<string, string>) => {
+  const command = [process.execPath, skald, "chat", ...args].map((a) => `'${a}'`).join(" ")
+  const child = spawn("script", ["-qfc", command, "/dev/null"], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["pipe", "pipe", "pipe"]
+  })
+  let out = ""
+  child.stdout.on("data", (d: Buffer) => (out += d.toString()))
+  child.stderr.on("data", (d: Buffer) => (out += d.toString()))
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+  return { child, output: () => out, exited }
+}

@@ -3,7 +3,7 @@
  * and waiting for a server to reach a state.
  */
 import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
-import { HostServices, McpManager, Paths } from "@skald/server"
+import { HostServices, Inbox, InboxLog, McpManager, Paths } from "@skald/server"
 import { Context, Effect, Layer } from "effect"
 import type { Duration, Scope } from "effect"
 import * as Fs from "node:fs"
@@ -43,6 +43,20 @@ export const startManager = (home: string, options: Partial<McpManager.Options> 
     .pipe(
       Effect.map((context) => ({ manager: Context.get(context, McpManager.McpManager), context }))
     )
+
+/**
+ * `startManager` with an Inbox and its outcome log in the context: the servers declare
+ * elicitation and ask there (inbox/HostedElicitation.ts).
+ */
+export const startHostedManager = (home: string, options: Partial<McpManager.Options> = {}) =>
+  Layer.build(
+    Layer.provideMerge(
+      McpManager.McpManager.Default({ ...fastOptions, ...options }),
+      Layer.provideMerge(Inbox.Inbox.Default, Layer.provideMerge(InboxLog.InboxLog.Default, servicesLayer(home)))
+    )
+  ).pipe(
+    Effect.map((context) => ({ manager: Context.get(context, McpManager.McpManager), context }))
+  )
 
 /** A stdio entry for a fixture (`node [--import tsx] <file>`), with extra env templates. */
 export const fixtureEntry = (

@@ -7,16 +7,18 @@
  */
 import * as RpcTest from "@effect/rpc/RpcTest"
 import { assert, describe, it } from "@effect/vitest"
-import type { TurnEvent } from "@skald/domain"
+import { InboxItem, type TurnEvent } from "@skald/domain"
 import { Agent } from "@skald/server/agent/Agent"
 import { ChatStore } from "@skald/server/agent/ChatStore"
 import { ModelSettings } from "@skald/server/agent/llm/ModelSettings"
 import * as TurnLog from "@skald/server/agent/TurnLog"
+import { Inbox } from "@skald/server/inbox/Inbox"
 import * as AgentSource from "@skald/server/rpc/AgentSource"
 import { HostInfo } from "@skald/server/rpc/HostHandlers"
 import * as RpcServer from "@skald/server/rpc/RpcServer"
 import { Chunk, Context, Effect, FastCheck as fc, Fiber, Layer, Stream } from "effect"
 import { fixtureEntry, makeHome, startManager, waitForState } from "./host-support.js"
+import { eventuallyEffect } from "./support.js"
 import { agentOver } from "./support/agent.js"
 import * as Scripted from "./support/scripted-model.js"
 
@@ -34,11 +36,15 @@ const clientFor = (script: ReadonlyArray<Scripted.Round>, options: { readonly tu
     yield* waitForState(manager, "media", "connected")
     const { agent, model } = yield* agentOver(context, script, options)
     const built = yield* Layer.build(RpcServer.handlers.pipe(
-      Layer.provide(Layer.mergeAll(AgentSource.layer, info, ChatStore.Default, ModelSettings.Default)),
+      Layer.provideMerge(
+        Layer.mergeAll(AgentSource.layer, info, ChatStore.Default, ModelSettings.Default, Inbox.Default)
+      ),
       Layer.provide(Layer.succeedContext(Context.add(context, Agent, agent)))
     ))
     const client = yield* RpcTest.makeClient(RpcServer.Rpcs).pipe(Effect.provide(built))
-    return { client, manager, model }
+    /** Another client of the same handlers (another connection). */
+    const another = RpcTest.makeClient(RpcServer.Rpcs).pipe(Effect.provide(built))
+    return { client, another, manager, model, inbox: Context.get(built, Inbox) }
   })
 
 const collect = <A, E, R>(stream: Stream.Stream<A, E, R>) => Effect.map(Stream.runCollect(stream), Chunk.toArray)
@@ -172,7 +178,7 @@ describe("RPC handlers", () => {
       const { context } = yield* startManager(makeHome())
       const built = yield* Layer.build(RpcServer.handlers.pipe(
         Layer.provide(Layer.mergeAll(AgentSource.layerFromSettings(), info)),
-        Layer.provideMerge(Layer.mergeAll(ChatStore.Default, ModelSettings.Default)),
+        Layer.provideMerge(Layer.mergeAll(ChatStore.Default, ModelSettings.Default, Inbox.Default)),
         Layer.provide(Layer.succeedContext(context))
       ))
       const client = yield* RpcTest.makeClient(RpcServer.Rpcs).pipe(Effect.provide(built))
@@ -183,6 +189,39 @@ describe("RPC handlers", () => {
       assert.strictEqual(settings.model.configured, false)
       assert.strictEqual(settings.bindHost, "127.0.0.1")
       assert.deepStrictEqual(yield* client.Agent.Sessions(), [])
+    }))
+})
+
+describe("Inbox over RPC", () => {
+  it.scopedLive("every client's watch sees an item; a second client answers it; the asker gets the answer", () =>
+    Effect.gen(function*() {
+      const { another, client, inbox } = yield* clientFor([])
+      const second = yield* another
+      const watchOne = yield* Effect.fork(collect(client.Inbox.Watch().pipe(Stream.take(2))))
+      const watchTwo = yield* Effect.fork(collect(second.Inbox.Watch().pipe(Stream.take(2))))
+      const asked = yield* Effect.fork(inbox.ask({
+        _tag: "Approval",
+        origin: { server: "echo", tool: "mcp__echo__echo" },
+        tool: "mcp__echo__echo",
+        arguments: { message: "hi" },
+        annotations: {},
+        reason: "not marked read-only"
+      }))
+      const [pending] = yield* eventuallyEffect(client.Inbox.List(), (items) => items.length > 0, "an inbox item")
+      assert.strictEqual(pending!._tag, "Approval")
+      // The wrong kind of answer is refused with the group's error; the item stays pending.
+      const mismatch = yield* Effect.flip(second.Inbox.Resolve({ id: pending!.id, answer: InboxItem.Accept.make({}) }))
+      assert.strictEqual(mismatch._tag, "InboxAnswerMismatch")
+      yield* second.Inbox.Resolve({ id: pending!.id, answer: InboxItem.Approve.make({ always: false }) })
+      const answer = yield* Fiber.join(asked)
+      assert.strictEqual(answer._tag, "Approve")
+      for (const seen of [yield* Fiber.join(watchOne), yield* Fiber.join(watchTwo)]) {
+        assert.deepStrictEqual(seen.map((c) => c._tag), ["ItemAdded", "ItemResolved"])
+        assert.deepStrictEqual(seen[1], InboxItem.ItemResolved.make({ id: pending!.id, outcome: "approved" }))
+      }
+      const gone = yield* Effect.flip(client.Inbox.Resolve({ id: pending!.id, answer: InboxItem.Deny.make({}) }))
+      assert.strictEqual(gone._tag, "InboxItemNotFound")
+      assert.deepStrictEqual(yield* client.Inbox.List(), [])
     }))
 })
 

@@ -34,6 +34,9 @@ export * as McpServerEntry from "./McpServerEntry.js"
 /** What an agent turn reports: text deltas, tool calls, and how the turn ended. */
 export * as TurnEvent from "./TurnEvent.js"
 
+/** The inbox's items (approvals, elicitations, notifications), answers, outcomes, changes and errors. */
+export * as InboxItem from "./InboxItem.js"
+
 /** The path, serialization and WebSocket subprotocols both ends of the host's RPC share. */
 export * as RpcProtocol from "./rpc/RpcProtocol.js"
 
@@ -48,3 +51,6 @@ export * as McpRpcs from "./rpc/McpRpcs.js"
 
 /** The host's RPCs: version and settings. */
 export * as HostRpcs from "./rpc/HostRpcs.js"
+
+/** The inbox's RPCs: watch, list, resolve. */
+export * as InboxRpcs from "./rpc/InboxRpcs.js"

@@ -2,8 +2,9 @@
  * The composition root of `skald serve` (DESIGN §1): the one place the serve process's layers are
  * put together. From one home: the host's services (database, repositories, secret store, logs,
  * events, registration; HostServices.ts), the HTTP endpoints, the first run's demo server, the
- * MCP manager over all of them, and the RPC server at `/rpc` (rpc/RpcServer.ts: the agent, built
- * on first use from the model settings, MCP administration, the host's settings). `skald serve` (cli/ServeHandler.ts) provides this layer and waits;
+ * inbox (its servers' elicitations go there), the MCP manager over all of them, and the RPC server at
+ * `/rpc` (rpc/RpcServer.ts: the agent, built on first use from the model settings, the inbox, MCP
+ * administration, the host's settings). `skald serve` (cli/ServeHandler.ts) provides this layer and waits;
  * closing it stops every server.
  *
  * The order is part of the contract: the HTTP endpoint listens first, so a taken port stops the
@@ -32,6 +33,7 @@ import * as HostServices from "./host/HostServices.js"
 import * as HttpEndpoints from "./host/HttpEndpoints.js"
 import * as McpManager from "./host/McpManager.js"
 import { Paths } from "./host/Paths.js"
+import { Inbox } from "./inbox/Inbox.js"
 import * as AgentSource from "./rpc/AgentSource.js"
 import { HostInfo } from "./rpc/HostHandlers.js"
 import * as RpcServer from "./rpc/RpcServer.js"
@@ -51,6 +53,8 @@ export interface Options {
   readonly version?: string | undefined
   /** The agent's settings (tests shorten them). */
   readonly agent?: Agent.Options | undefined
+  /** How long a person has to answer a server's elicitation in the inbox (default 5 min). */
+  readonly elicitationDeadline?: Duration.Duration | undefined
   /** Told the endpoint's URL once it listens, before any server starts. */
   readonly onListening?: ((url: string) => Effect.Effect<void>) | undefined
   /** Told the demo server's name when the very first run of the home registered it. */
@@ -89,6 +93,7 @@ export const layer = (options: Options) =>
         McpManager.McpManager.Default({
           startTimeout: options.startTimeout,
           callTimeout: options.callTimeout,
+          elicitationDeadline: options.elicitationDeadline,
           mediaBaseUrl: url
         }))
     ).pipe(Layer.provide(firstRun), Layer.provide(http))
@@ -108,5 +113,6 @@ export const layer = (options: Options) =>
       Layer.provide(Layer.mergeAll(AgentSource.layerFromSettings(options.agent), info)),
       Layer.provideMerge(Layer.mergeAll(ChatStore.Default, ModelSettings.Default))
     )
-    return rpc.pipe(Layer.provideMerge(manager), Layer.provideMerge(services))
+    // The inbox outlives the manager: its servers' elicitations are withdrawn before it closes.
+    return rpc.pipe(Layer.provideMerge(manager), Layer.provideMerge(Inbox.Default), Layer.provideMerge(services))
   }))

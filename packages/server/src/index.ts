@@ -72,3 +72,12 @@ export * as SettingsRepo from "./host/SettingsRepo.js"
 
 /** Which model the agent talks to: `SKALD_LLM_*` over the stored settings. */
 export * as ModelSettings from "./agent/llm/ModelSettings.js"
+
+/** The inbox: pending approvals, elicitations and notifications; answers; the watch stream. */
+export * as Inbox from "./inbox/Inbox.js"
+
+/** The inbox's outcome log (`inbox_items`): how each item ended, never what was answered. */
+export * as InboxLog from "./inbox/InboxLog.js"
+
+/** The host servers' elicitations, posted to the inbox. */
+export * as HostedElicitation from "./inbox/HostedElicitation.js"

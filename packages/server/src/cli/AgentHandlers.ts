@@ -24,9 +24,12 @@ import { ChatStore } from "../agent/ChatStore.js"
 import * as Model from "../agent/llm/Model.js"
 import { ModelSettings } from "../agent/llm/ModelSettings.js"
 import * as McpManager from "../host/McpManager.js"
+import { Inbox } from "../inbox/Inbox.js"
 import type * as AgentCommands from "./AgentCommands.js"
 import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
+import * as Elicit from "./Elicit.js"
 import * as Host from "./HostRuntime.js"
+import * as InboxPrompt from "./InboxPrompt.js"
 import { reportFailures, stderr, stdout } from "./Io.js"
 import * as Output from "./Output.js"
 
@@ -94,15 +97,24 @@ export const rm = ({ home, id }: AgentCommands.RmArgs) =>
     yield* stderr(`skald: removed session ${id}`)
   }).pipe(Effect.provide(storeLayer(home)), reportFailures)
 
-/** The agent in this process: the home, a guest manager of the enabled servers, the model, the loop. */
+/**
+ * The agent in this process: the home, an inbox, a guest manager of the enabled servers (asking
+ * their elicitations in that inbox), the model, the loop.
+ */
 const agentLayer = (home: Option.Option<string>) =>
   Layer.unwrapEffect(Effect.map(Host.connectOptions, (connect) => {
     const hostLayer = Host.layer(home)
-    const manager = McpManager.McpManager.Default({ ...connect, guest: true }).pipe(Layer.provide(hostLayer))
+    // The servers' elicitations go to this process's inbox, answered by InboxPrompt.
+    const inbox = Inbox.Default.pipe(Layer.provide(hostLayer))
+    const manager = McpManager.McpManager.Default({ ...connect, guest: true }).pipe(
+      Layer.provide(hostLayer),
+      Layer.provide(inbox)
+    )
     const model = Model.layer().pipe(Layer.provide(ModelSettings.Default), Layer.provide(hostLayer))
     return Agent.Default().pipe(
       Layer.provideMerge(ChatStore.Default),
       Layer.provideMerge(manager),
+      Layer.provideMerge(inbox),
       Layer.provide(model),
       Layer.provide(hostLayer)
     )
@@ -157,6 +169,8 @@ const runTurn = <E, R>(input: RunInput, onEvent: (event: TurnEvent.TurnEvent) =>
 /** `skald agent run`. */
 export const run = ({ agent, home, json, message, session }: AgentCommands.RunArgs) =>
   Effect.gen(function*() {
+    // Elicitations: asked on the terminal, or declined (with a note) when stdin is not one.
+    yield* InboxPrompt.start(process.stdin.isTTY === true ? Elicit.terminal : InboxPrompt.declining)
     yield* awaitServers
     const started = new Map<string, unknown>()
     let end: TurnEvent.TurnEvent | undefined
@@ -192,7 +206,7 @@ export const run = ({ agent, home, json, message, session }: AgentCommands.RunAr
       if (!json) yield* stdout(end.text)
       if (!json && end.note !== undefined) yield* stderr(`skald: ${end.note}`)
     }
-  }).pipe(Effect.provide(agentLayer(home)), reportFailures)
+  }).pipe(Effect.scoped, Effect.provide(agentLayer(home)), reportFailures)
 
 /** A value as pretty JSON when it is JSON (or a string holding JSON), else as it is. */
 const pretty = (value: unknown): string => {
@@ -250,8 +264,16 @@ export const chat = ({ agent, home, session }: AgentCommands.ChatArgs) =>
           )
         )
       })
-    if (process.stdin.isTTY === true) return yield* tty(turn, Ref.get(current))
-    // Without a terminal: one message per line.
+    if (process.stdin.isTTY === true) {
+      const terminal: Terminal = { suspend: () => {}, resume: () => {} }
+      yield* InboxPrompt.start(Elicit.terminal, {
+        before: Effect.sync(() => terminal.suspend()),
+        after: Effect.sync(() => terminal.resume())
+      })
+      return yield* tty(turn, Ref.get(current), terminal)
+    }
+    // Without a terminal: one message per line; elicitations are declined (with a note).
+    yield* InboxPrompt.start(InboxPrompt.declining)
     const lines = Readline.createInterface({ input: process.stdin, crlfDelay: Infinity, terminal: false })
     yield* Effect.addFinalizer(() => Effect.sync(() => lines.close()))
     yield* Stream.fromAsyncIterable(lines, (e) => new UsageError({ message: `could not read stdin: ${String(e)}` }))
@@ -261,36 +283,72 @@ export const chat = ({ agent, home, session }: AgentCommands.ChatArgs) =>
       )
   }).pipe(Effect.scoped, Effect.provide(agentLayer(home)), reportFailures)
 
+/** How the REPL lets go of the terminal while an inbox question is asked, and takes it back. */
+interface Terminal {
+  suspend: () => void
+  resume: () => void
+}
+
 /**
  * The terminal REPL: a prompt, a turn per message. Ctrl-C during a turn stops it; Ctrl-C at the
- * prompt, a second Ctrl-C during a turn, or Ctrl-D exits.
+ * prompt, a second Ctrl-C during a turn, or Ctrl-D exits. While an inbox question is asked
+ * (InboxPrompt), the REPL's readline is closed — the question reads stdin itself, masked fields
+ * without echo — and opened again after it.
  */
 const tty = <R>(
   turn: (message: string) => Effect.Effect<void, never, R>,
-  _session: Effect.Effect<string | undefined>
+  _session: Effect.Effect<string | undefined>,
+  terminal: Terminal
 ) =>
   Effect.gen(function*() {
     const runtime = yield* Effect.runtime<R>()
-    const rl = Readline.createInterface({ input: process.stdin, output: process.stdout, terminal: true })
+    /** The running turn's Ctrl-C handler, carried over to a reopened readline. */
+    let onTurnInterrupt: (() => void) | undefined
+    let suspended = false
+    const free = yield* Effect.makeLatch(true)
+    const open = () => {
+      const created = Readline.createInterface({ input: process.stdin, output: process.stdout, terminal: true })
+      created.setPrompt("> ")
+      if (onTurnInterrupt !== undefined) created.on("SIGINT", onTurnInterrupt)
+      return created
+    }
+    let rl = open()
+    terminal.suspend = () => {
+      suspended = true
+      free.unsafeClose()
+      rl.close()
+    }
+    terminal.resume = () => {
+      rl = open()
+      suspended = false
+      free.unsafeOpen()
+    }
     yield* Effect.addFinalizer(() => Effect.sync(() => rl.close()))
-    const ask = Effect.async<string | undefined>((resume) => {
+    /** The next line; `undefined` at the end (Ctrl-C, Ctrl-D); `again` when a question took the terminal. */
+    const ask = Effect.async<string | undefined | { readonly again: true }>((resume) => {
+      const current = rl
       const onLine = (line: string) => {
         done()
         resume(Effect.succeed(line))
+      }
+      const onClose = () => {
+        done()
+        resume(Effect.succeed(suspended ? { again: true } : undefined))
       }
       const onEnd = () => {
         done()
         resume(Effect.succeed(undefined))
       }
       const done = () => {
-        rl.off("line", onLine).off("close", onEnd).off("SIGINT", onEnd)
+        current.off("line", onLine).off("close", onClose).off("SIGINT", onEnd)
       }
-      rl.on("line", onLine).once("close", onEnd).once("SIGINT", onEnd)
-      rl.prompt()
+      current.on("line", onLine).once("close", onClose).once("SIGINT", onEnd)
+      current.prompt()
     })
-    rl.setPrompt("> ")
     while (true) {
+      yield* free.await
       const line = yield* ask
+      if (typeof line === "object") continue
       if (line === undefined) return
       if (line.trim().length === 0) continue
       // readline keeps reading during the turn (paused, it would not see Ctrl-C: the terminal is raw).
@@ -301,8 +359,10 @@ const tty = <R>(
         if (stops === 1) fiber.unsafeInterruptAsFork(fiber.id())
         else process.kill(process.pid, "SIGINT")
       }
+      onTurnInterrupt = onInterrupt
       rl.on("SIGINT", onInterrupt)
       yield* Fiber.await(fiber)
       rl.off("SIGINT", onInterrupt)
+      onTurnInterrupt = undefined
     }
   })

@@ -6,7 +6,16 @@
  * @since 0.1.0
  */
 import type { McpError, McpServerEntry } from "@skald/domain"
-import { HttpTransport, McpClient, McpEvents, McpLog, type OAuth, StdioTransport, Transport } from "@skald/mcp"
+import {
+  Elicitation,
+  HttpTransport,
+  McpClient,
+  McpEvents,
+  McpLog,
+  type OAuth,
+  StdioTransport,
+  Transport
+} from "@skald/mcp"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
@@ -18,6 +27,8 @@ import { type Resolved, SecretStore } from "./SecretStore.js"
 export interface Options {
   readonly startTimeout: Duration.DurationInput
   readonly callTimeout: Duration.DurationInput
+  /** How long the engine waits for an elicitation's answer before answering `cancel` (default 5 min). */
+  readonly userDeadline?: Duration.DurationInput | undefined
   /** Stdio shutdown graces (defaults of the transport when absent). */
   readonly stdinGrace?: Duration.DurationInput | undefined
   readonly termGrace?: Duration.DurationInput | undefined
@@ -37,6 +48,8 @@ export interface Sinks {
   readonly spawned?: ((pid: number) => Effect.Effect<void>) | undefined
   /** An HTTP server's OAuth session (OAuthTokens.session): asked on 401/403. */
   readonly auth?: OAuth.Session | undefined
+  /** Who answers the server's elicitations: with one, the client declares `elicitation` (form, url). */
+  readonly elicitation?: Elicitation.Handler | undefined
 }
 
 /** A connected server. */
@@ -57,7 +70,11 @@ export const connectResolved = (
   sinks: Sinks = {}
 ): Effect.Effect<Connection, McpError.McpError | StartTimeout, Scope.Scope> =>
   Effect.gen(function*() {
-    const clientOptions: McpClient.Options = { startTimeout: options.startTimeout, callTimeout: options.callTimeout }
+    const clientOptions: McpClient.Options = {
+      startTimeout: options.startTimeout,
+      callTimeout: options.callTimeout,
+      userDeadline: options.userDeadline
+    }
     const transport = resolved._tag === "stdio"
       ? yield* StdioTransport.make({
         server,
@@ -75,6 +92,9 @@ export const connectResolved = (
   }).pipe(
     sinks.log === undefined ? (e) => e : Effect.provideService(McpLog.McpLogSink, sinks.log),
     sinks.events === undefined ? (e) => e : Effect.provideService(McpEvents.McpEventSink, sinks.events),
+    sinks.elicitation === undefined
+      ? (e) => e
+      : Effect.provideService(Elicitation.ElicitationHandler, sinks.elicitation),
     Effect.timeoutFail({
       duration: options.startTimeout,
       onTimeout: () => new StartTimeout({ server, seconds: Duration.toSeconds(options.startTimeout) })

@@ -27,6 +27,7 @@ import m0006 from "./migrations/0006_chat.js"
 import m0007 from "./migrations/0007_settings.js"
 import m0008 from "./migrations/0008_status_cause.js"
 import m0009 from "./migrations/0009_mcp_grants.js"
+import m0010 from "./migrations/0010_inbox.js"
 import { ensurePrivateDir, Paths, PRIVATE_FILE_MODE, privateFile } from "./Paths.js"
 import * as Rows from "./Rows.js"
 
@@ -121,7 +122,8 @@ export const migrations = {
   "0006_chat": m0006,
   "0007_settings": m0007,
   "0008_status_cause": m0008,
-  "0009_mcp_grants": m0009
+  "0009_mcp_grants": m0009,
+  "0010_inbox": m0010
 }
 
 /**

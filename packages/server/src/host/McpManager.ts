@@ -28,6 +28,8 @@ import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
+import * as HostedElicitation from "../inbox/HostedElicitation.js"
+import { Inbox } from "../inbox/Inbox.js"
 import * as Connector from "./Connector.js"
 import { EventRecorder } from "./EventRecorder.js"
 import {
@@ -77,6 +79,12 @@ export interface Options extends Connector.Options {
    * disturbed. Its servers' states are in `started`. Default false (the host's manager).
    */
   readonly guest?: boolean | undefined
+  /**
+   * How long a person has to answer a server's elicitation (default 5 min; then `cancel`). The
+   * servers declare elicitation only when an `Inbox` is in the manager's context: their requests
+   * become inbox items (inbox/HostedElicitation.ts).
+   */
+  readonly elicitationDeadline?: Duration.DurationInput | undefined
 }
 
 /** A server's state in this manager (a guest's are nowhere else). */
@@ -233,10 +241,15 @@ const make = (
     const stableAfter = Duration.decode(options.stableAfter ?? "60 seconds")
     const orphanGrace = Duration.decode(options.orphanGrace ?? "2 seconds")
     const guest = options.guest === true
+    // Elicitations go to the inbox when there is one (HostedElicitation.ts); else none is declared.
+    const inbox = yield* Effect.serviceOption(Inbox)
+    const elicitationDeadline = options.elicitationDeadline ?? HostedElicitation.DEFAULT_DEADLINE
+    const elicitation = Option.map(inbox, (i) => HostedElicitation.make(i, elicitationDeadline))
     // Stdio servers get the home's server environment, not this process's (ServerEnvironment.ts).
     const connectOptions: Connector.Options = {
       ...options,
-      environment: options.environment ?? ServerEnvironment.make(paths)
+      environment: options.environment ?? ServerEnvironment.make(paths),
+      ...(Option.isSome(inbox) ? { userDeadline: HostedElicitation.engineDeadline(elicitationDeadline) } : {})
     }
 
     // One host per database (a guest is not one).
@@ -333,6 +346,7 @@ const make = (
         const auth = yield* Connector.oauthFor(name, resolved).pipe(Effect.provideService(SecretStore, secretStore))
         const connection = yield* Connector.connectResolved(name, resolved, connectOptions, {
           auth,
+          elicitation: Option.getOrUndefined(elicitation),
           log: logs.sink(name, resolved.secrets),
           events: recorder.sink,
           spawned: (pid) => {

@@ -1,7 +1,8 @@
 /**
  * The RPC end to end (issue 22): `@effect/rpc`'s client over a real WebSocket (NodeSocket) against
  * a real `skald serve`, with the stand-in model and a real MCP server registered over the RPC:
- * a turn calling the tool, admin calls, stop, re-attaching after a dropped socket; and the
+ * a turn calling the tool, admin calls, stop, re-attaching after a dropped socket, a server's
+ * question answered from a second client through the inbox; and the
  * security rules — an upgrade from another Origin or for another Host is refused (status, no
  * upgrade), a non-loopback bind without a token refuses to start, a host with a token refuses
  * clients without it (and never echoes it).
@@ -10,7 +11,7 @@ import * as NodeSocket from "@effect/platform-node/NodeSocket"
 import * as Socket from "@effect/platform/Socket"
 import * as RpcClient from "@effect/rpc/RpcClient"
 import { assert, describe, it } from "@effect/vitest"
-import { RpcProtocol, type TurnEvent } from "@skald/domain"
+import { InboxItem, RpcProtocol, type TurnEvent } from "@skald/domain"
 import * as RpcServer from "@skald/server/rpc/RpcServer"
 import { Chunk, Effect, Exit, Fiber, Layer, Scope, Stream } from "effect"
 import * as Crypto from "node:crypto"
@@ -167,6 +168,41 @@ describe("RPC over skald serve", () => {
         ["activate_tools", "done", "string"],
         ["mcp__echo__echo", "done", "string"]
       ])
+    }))
+
+  it.scopedLive("a server's question during a turn is an inbox item every client watches; a second client answers it", () =>
+    Effect.gen(function*() {
+      const standin = yield* ModelStandin.start([
+        ModelStandin.toolCalls([{ id: "a1", name: "activate_tools", arguments: { groups: ["elicit"] } }]),
+        ModelStandin.toolCalls([{ id: "c1", name: "mcp__elicit__ask_slowly", arguments: {} }]),
+        ModelStandin.text(["Asked."])
+      ])
+      const host = yield* serve(modelEnv(standin))
+      const asker = yield* connect(host.url)
+      const answerer = yield* connect(host.url)
+      const elicit = fixture("elicit")
+      yield* asker.Mcp.Add({ name: "elicit", transport: { _tag: "stdio", command: elicit.command, args: elicit.args } })
+      yield* eventuallyEffect(
+        asker.Mcp.List(),
+        (all) => all.some((s) => s.name === "elicit" && s.state === "connected"),
+        "elicit to connect"
+      )
+      // Both clients watch; the asker's turn runs; the question reaches both watches.
+      const watchOfAsker = yield* Effect.fork(collect(asker.Inbox.Watch().pipe(Stream.take(2))))
+      const watched = yield* Effect.fork(collect(answerer.Inbox.Watch().pipe(Stream.take(1))))
+      const turn = yield* Effect.fork(collect(asker.Agent.Send({ message: "ask me" })))
+      const [added] = yield* Fiber.join(watched)
+      assert.strictEqual(added!._tag, "ItemAdded")
+      const item = (added as InboxItem.ItemAdded).item
+      assert.strictEqual(item._tag, "Elicitation")
+      assert.strictEqual(item.origin.server, "elicit")
+      yield* answerer.Inbox.Resolve({ id: item.id, answer: InboxItem.Accept.make({}) })
+      const events = yield* Fiber.join(turn)
+      const done = events.filter((e): e is TurnEvent.ToolDone => e._tag === "ToolDone").map((d) => [d.name, d.result])
+      assert.deepStrictEqual(done[1], ["mcp__elicit__ask_slowly", "ask_slowly: accept"])
+      const seen = yield* Fiber.join(watchOfAsker)
+      assert.deepStrictEqual(seen.map((c) => c._tag), ["ItemAdded", "ItemResolved"])
+      assert.strictEqual((seen[1] as InboxItem.ItemResolved).outcome, "accepted")
     }))
 
   it.scopedLive("an upgrade from another Origin, or for another Host, is refused with its status and no upgrade", () =>

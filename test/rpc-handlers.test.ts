@@ -16,7 +16,7 @@ import { Inbox } from "@skald/server/inbox/Inbox"
 import * as AgentSource from "@skald/server/rpc/AgentSource"
 import { HostInfo } from "@skald/server/rpc/HostHandlers"
 import * as RpcServer from "@skald/server/rpc/RpcServer"
-import { Chunk, Context, Effect, FastCheck as fc, Fiber, Layer, Stream } from "effect"
+import { Chunk, Context, Deferred, Effect, FastCheck as fc, Fiber, Layer, Stream } from "effect"
 import { fixtureEntry, makeHome, startManager, waitForState } from "./host-support.js"
 import { eventuallyEffect } from "./support.js"
 import { agentOver } from "./support/agent.js"
@@ -111,6 +111,34 @@ describe("RPC handlers", () => {
       const again = yield* collect(client.Agent.Attach({ sessionId, fromIndex: 0 }))
       assert.deepStrictEqual(again, [...first, ...fromThree])
       assert.deepStrictEqual(yield* client.Agent.Stop({ sessionId }), { stopped: false })
+    }))
+
+  it.scopedLive("a stalled reader holds back neither the turn nor another reader; released, it gets everything", () =>
+    Effect.gen(function*() {
+      const pieces = Array.from({ length: 200 }, (_, i) => `p${i} `)
+      const { another, client } = yield* clientFor([Scripted.hang(Scripted.text(...pieces)), Scripted.answer("x")])
+      const second = yield* another
+      const first = yield* client.Agent.Send({ message: "go" }).pipe(Stream.take(1), collect)
+      const sessionId = (first[0] as TurnEvent.TurnStarted).sessionId
+      // The stalled client reads one event, then stops reading (no acks) until released.
+      const release = yield* Deferred.make<void>()
+      const stalled = yield* Effect.fork(collect(
+        client.Agent.Attach({ sessionId, fromIndex: 0 }).pipe(
+          Stream.tap((event) => event._tag === "TurnStarted" ? Deferred.await(release) : Effect.void)
+        )
+      ))
+      // The other client reads every delta the model streamed, while the first is stalled.
+      const fast = yield* second.Agent.Attach({ sessionId, fromIndex: 0 }).pipe(Stream.take(1 + pieces.length), collect)
+      assert.deepStrictEqual(
+        fast.slice(1).map((e) => (e as TurnEvent.TextDelta).text),
+        pieces
+      )
+      // The turn is not held back either: it stops at once.
+      assert.deepStrictEqual(yield* second.Agent.Stop({ sessionId }), { stopped: true })
+      yield* Deferred.succeed(release, undefined)
+      const late = yield* Fiber.join(stalled)
+      assert.deepStrictEqual(late.slice(0, fast.length), fast)
+      assert.strictEqual(late[late.length - 1]!._tag, "TurnStopped")
     }))
 
   it.scopedLive("the groups' errors: unknown session, no turn, busy, unknown server, taken name, bad entry", () =>

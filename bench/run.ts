@@ -14,12 +14,15 @@ import { runAgentSection } from "./agent.js"
 import { runCliSection } from "./cli.js"
 import type { Metrics } from "./clients/workload.js"
 import { clientEnv, fmt, median, pin } from "./machine.js"
+import { runRpcSection } from "./rpc.js"
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
 const clients = ["skald", "sdk", "raw"] as const
 const sections = process.env.BENCH_SERVERS?.split(",") ??
-  ["raw", "sdk", "raw-http", "sdk-http", "cli", "agent", "agent-tokens"]
-const servers = sections.filter((s) => s !== "cli" && s !== "agent" && s !== "agent-tokens") as ReadonlyArray<Server>
+  ["raw", "sdk", "raw-http", "sdk-http", "cli", "agent", "agent-tokens", "rpc"]
+const servers = sections.filter((s) =>
+  s !== "cli" && s !== "agent" && s !== "agent-tokens" && s !== "rpc"
+) as ReadonlyArray<Server>
 type Client = (typeof clients)[number]
 type Server = "raw" | "sdk" | "raw-http" | "sdk-http"
 
@@ -105,3 +108,4 @@ if (servers.length > 0) {
 if (sections.includes("cli")) await runCliSection()
 if (sections.includes("agent")) await runAgentSection()
 if (sections.includes("agent-tokens")) await runAgentTokensSection()
+if (sections.includes("rpc")) await runRpcSection()

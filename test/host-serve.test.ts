@@ -92,7 +92,7 @@ describe("the media endpoint", () => {
       }
     }))
 
-  it.scoped("a non-loopback address is refused until access tokens exist", () =>
+  it.scoped("a non-loopback address is refused without an access token", () =>
     Effect.gen(function*() {
       const paths = Paths.make({ home: yield* tempHome })
       const error = yield* Effect.flip(

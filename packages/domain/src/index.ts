@@ -42,3 +42,21 @@ export * as TurnEvent from "./TurnEvent.js"
 
 /** The inbox's items (approvals, elicitations, notifications), answers, outcomes, changes and errors. */
 export * as InboxItem from "./InboxItem.js"
+
+/** The path, serialization and WebSocket subprotocols both ends of the host's RPC share. */
+export * as RpcProtocol from "./rpc/RpcProtocol.js"
+
+/** The failures an RPC client can see. */
+export * as RpcErrors from "./rpc/RpcErrors.js"
+
+/** The agent's RPCs: send, stop, attach, sessions. */
+export * as AgentRpcs from "./rpc/AgentRpcs.js"
+
+/** MCP server administration RPCs. */
+export * as McpRpcs from "./rpc/McpRpcs.js"
+
+/** The host's RPCs: version and settings. */
+export * as HostRpcs from "./rpc/HostRpcs.js"
+
+/** The inbox's RPCs: watch, list, resolve. */
+export * as InboxRpcs from "./rpc/InboxRpcs.js"

@@ -13,7 +13,7 @@ import * as RpcClient from "@effect/rpc/RpcClient"
 import { assert, describe, it } from "@effect/vitest"
 import { InboxItem, RpcProtocol, type TurnEvent } from "@skald/domain"
 import * as RpcServer from "@skald/server/rpc/RpcServer"
-import { Chunk, Effect, Exit, Fiber, Layer, Scope, Stream } from "effect"
+import { Chunk, Effect, Exit, Fiber, Layer, Queue, Scope, Stream } from "effect"
 import * as Crypto from "node:crypto"
 import * as Http from "node:http"
 import { runSkald, startServe, stopProcess } from "./cli-support.js"
@@ -25,9 +25,9 @@ import { eventuallyEffect } from "./support.js"
 const TOKEN = "test-token-0123456789abcdef"
 
 /** `skald serve` over a fresh home, stopped with the scope. */
-const serve = (env: Record<string, string> = {}, args: ReadonlyArray<string> = []) =>
+const serve = (env: Record<string, string> = {}, args: ReadonlyArray<string> = [], home = makeHome()) =>
   Effect.acquireRelease(
-    Effect.promise(() => startServe(makeHome(), env, args)),
+    Effect.promise(() => startServe(home, env, args)),
     (s) => Effect.promise(() => stopProcess(s.child))
   )
 
@@ -99,7 +99,11 @@ describe("RPC over skald serve", () => {
         ModelStandin.text(["Echoed ", "it."]),
         ModelStandin.hanging(["one ", "two "])
       ])
-      const host = yield* serve(modelEnv(standin))
+      // The echo tool is allowed by a rule (approvals over RPC are the next test's).
+      const home = makeHome()
+      const rule = yield* Effect.promise(() => runSkald(["approvals", "set", "--home", home, "mcp__echo__*", "allow"]))
+      assert.strictEqual(rule.status, 0, rule.stderr)
+      const host = yield* serve(modelEnv(standin), [], home)
       const client = yield* connect(host.url)
       assert.strictEqual((yield* client.Host.Version()).version, "0.1.0")
       const settings = yield* client.Host.Settings()
@@ -170,40 +174,56 @@ describe("RPC over skald serve", () => {
       ])
     }))
 
-  it.scopedLive("a server's question during a turn is an inbox item every client watches; a second client answers it", () =>
-    Effect.gen(function*() {
-      const standin = yield* ModelStandin.start([
-        ModelStandin.toolCalls([{ id: "a1", name: "activate_tools", arguments: { groups: ["elicit"] } }]),
-        ModelStandin.toolCalls([{ id: "c1", name: "mcp__elicit__ask_slowly", arguments: {} }]),
-        ModelStandin.text(["Asked."])
-      ])
-      const host = yield* serve(modelEnv(standin))
-      const asker = yield* connect(host.url)
-      const answerer = yield* connect(host.url)
-      const elicit = fixture("elicit")
-      yield* asker.Mcp.Add({ name: "elicit", transport: { _tag: "stdio", command: elicit.command, args: elicit.args } })
-      yield* eventuallyEffect(
-        asker.Mcp.List(),
-        (all) => all.some((s) => s.name === "elicit" && s.state === "connected"),
-        "elicit to connect"
-      )
-      // Both clients watch; the asker's turn runs; the question reaches both watches.
-      const watchOfAsker = yield* Effect.fork(collect(asker.Inbox.Watch().pipe(Stream.take(2))))
-      const watched = yield* Effect.fork(collect(answerer.Inbox.Watch().pipe(Stream.take(1))))
-      const turn = yield* Effect.fork(collect(asker.Agent.Send({ message: "ask me" })))
-      const [added] = yield* Fiber.join(watched)
-      assert.strictEqual(added!._tag, "ItemAdded")
-      const item = (added as InboxItem.ItemAdded).item
-      assert.strictEqual(item._tag, "Elicitation")
-      assert.strictEqual(item.origin.server, "elicit")
-      yield* answerer.Inbox.Resolve({ id: item.id, answer: InboxItem.Accept.make({}) })
-      const events = yield* Fiber.join(turn)
-      const done = events.filter((e): e is TurnEvent.ToolDone => e._tag === "ToolDone").map((d) => [d.name, d.result])
-      assert.deepStrictEqual(done[1], ["mcp__elicit__ask_slowly", "ask_slowly: accept"])
-      const seen = yield* Fiber.join(watchOfAsker)
-      assert.deepStrictEqual(seen.map((c) => c._tag), ["ItemAdded", "ItemResolved"])
-      assert.strictEqual((seen[1] as InboxItem.ItemResolved).outcome, "accepted")
-    }))
+  it.scopedLive(
+    "a turn's approval and then its server's question are inbox items every client watches; a second client answers both",
+    () =>
+      Effect.gen(function*() {
+        const standin = yield* ModelStandin.start([
+          ModelStandin.toolCalls([{ id: "a1", name: "activate_tools", arguments: { groups: ["elicit"] } }]),
+          ModelStandin.toolCalls([{ id: "c1", name: "mcp__elicit__ask_slowly", arguments: {} }]),
+          ModelStandin.text(["Asked."])
+        ])
+        const host = yield* serve(modelEnv(standin))
+        const asker = yield* connect(host.url)
+        const answerer = yield* connect(host.url)
+        const elicit = fixture("elicit")
+        yield* asker.Mcp.Add({
+          name: "elicit",
+          transport: { _tag: "stdio", command: elicit.command, args: elicit.args }
+        })
+        yield* eventuallyEffect(
+          asker.Mcp.List(),
+          (all) => all.some((s) => s.name === "elicit" && s.state === "connected"),
+          "elicit to connect"
+        )
+        // Both clients watch; the asker's turn runs. The call is not read-only, so it is first held for
+        // approval (serve asks: mode ask); once approved, the server's question follows.
+        const watchOfAsker = yield* Effect.fork(collect(asker.Inbox.Watch().pipe(Stream.take(4))))
+        const added = yield* Queue.unbounded<InboxItem.InboxItem>()
+        yield* answerer.Inbox.Watch().pipe(
+          Stream.runForEach((c) => c._tag === "ItemAdded" ? Queue.offer(added, c.item) : Effect.void),
+          Effect.forkScoped
+        )
+        const turn = yield* Effect.fork(collect(asker.Agent.Send({ message: "ask me" })))
+        const approval = yield* Queue.take(added)
+        assert.strictEqual(approval._tag, "Approval")
+        assert.strictEqual((approval as InboxItem.Approval).tool, "mcp__elicit__ask_slowly")
+        yield* answerer.Inbox.Resolve({ id: approval.id, answer: InboxItem.Approve.make({ always: false }) })
+        const item = yield* Queue.take(added)
+        assert.strictEqual(item._tag, "Elicitation")
+        assert.strictEqual(item.origin.server, "elicit")
+        yield* answerer.Inbox.Resolve({ id: item.id, answer: InboxItem.Accept.make({}) })
+        const events = yield* Fiber.join(turn)
+        const done = events.filter((e): e is TurnEvent.ToolDone => e._tag === "ToolDone").map((d) => [d.name, d.result])
+        assert.deepStrictEqual(done[1], ["mcp__elicit__ask_slowly", "ask_slowly: accept"])
+        const seen = yield* Fiber.join(watchOfAsker)
+        assert.deepStrictEqual(seen.map((c) => c._tag), ["ItemAdded", "ItemResolved", "ItemAdded", "ItemResolved"])
+        assert.deepStrictEqual(
+          seen.filter((c): c is InboxItem.ItemResolved => c._tag === "ItemResolved").map((c) => c.outcome),
+          ["approved", "accepted"]
+        )
+      })
+  )
 
   it.scopedLive("an upgrade from another Origin, or for another Host, is refused with its status and no upgrade", () =>
     Effect.gen(function*() {

@@ -33,3 +33,18 @@ export * as McpServerEntry from "./McpServerEntry.js"
 
 /** What an agent turn reports: text deltas, tool calls, and how the turn ended. */
 export * as TurnEvent from "./TurnEvent.js"
+
+/** The path, serialization and WebSocket subprotocols both ends of the host's RPC share. */
+export * as RpcProtocol from "./rpc/RpcProtocol.js"
+
+/** The failures an RPC client can see. */
+export * as RpcErrors from "./rpc/RpcErrors.js"
+
+/** The agent's RPCs: send, stop, attach, sessions. */
+export * as AgentRpcs from "./rpc/AgentRpcs.js"
+
+/** MCP server administration RPCs. */
+export * as McpRpcs from "./rpc/McpRpcs.js"
+
+/** The host's RPCs: version and settings. */
+export * as HostRpcs from "./rpc/HostRpcs.js"

@@ -1,27 +1,40 @@
 /**
  * The composition root of `skald serve` (DESIGN §1): the one place the serve process's layers are
  * put together. From one home: the host's services (database, repositories, secret store, logs,
- * events, registration; HostServices.ts), the HTTP endpoints, the first run's demo server, and the
- * MCP manager over all of them. `skald serve` (cli/ServeHandler.ts) provides this layer and waits;
+ * events, registration; HostServices.ts), the HTTP endpoints, the first run's demo server, the
+ * MCP manager over all of them, and the RPC server at `/rpc` (rpc/RpcServer.ts: the agent, built
+ * on first use from the model settings, MCP administration, the host's settings). `skald serve` (cli/ServeHandler.ts) provides this layer and waits;
  * closing it stops every server.
  *
  * The order is part of the contract: the HTTP endpoint listens first, so a taken port stops the
  * host before any server starts, and the manager learns the address its media links point to; the
- * first run's demo server is registered before the manager reads the registry.
+ * first run's demo server is registered before the manager reads the registry. `/rpc` answers 503
+ * until the manager and the handlers are up (a moment after listening).
  *
  * @since 0.1.0
  */
+import type * as HttpApp from "@effect/platform/HttpApp"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
+import type * as Scope from "effect/Scope"
+import type * as Agent from "./agent/Agent.js"
+import { ChatStore } from "./agent/ChatStore.js"
+import { ModelSettings } from "./agent/llm/ModelSettings.js"
 import * as AppMetaRepo from "./host/AppMetaRepo.js"
 import * as FirstRun from "./host/FirstRun.js"
 import * as HostServices from "./host/HostServices.js"
 import * as HttpEndpoints from "./host/HttpEndpoints.js"
 import * as McpManager from "./host/McpManager.js"
 import { Paths } from "./host/Paths.js"
+import * as AgentSource from "./rpc/AgentSource.js"
+import { HostInfo } from "./rpc/HostHandlers.js"
+import * as RpcServer from "./rpc/RpcServer.js"
 
 /** What `skald serve` runs with. */
 export interface Options {
@@ -32,6 +45,12 @@ export interface Options {
   readonly port: number
   readonly startTimeout: Duration.Duration
   readonly callTimeout: Duration.Duration
+  /** The access token RPC clients present (required for a non-loopback `host`; docs/rpc.md). */
+  readonly token?: Redacted.Redacted<string> | undefined
+  /** The version the Host group reports (default "unknown"). */
+  readonly version?: string | undefined
+  /** The agent's settings (tests shorten them). */
+  readonly agent?: Agent.Options | undefined
   /** Told the endpoint's URL once it listens, before any server starts. */
   readonly onListening?: ((url: string) => Effect.Effect<void>) | undefined
   /** Told the demo server's name when the very first run of the home registered it. */
@@ -46,8 +65,17 @@ export const layer = (options: Options) =>
   Layer.unwrapEffect(Effect.gen(function*() {
     const services = HostServices.layer(Paths.Default(options.home))
     const listening = yield* Deferred.make<string>()
+    type RpcApp = HttpApp.Default<never, Scope.Scope | HttpServerRequest.HttpServerRequest>
+    const rpcApp = yield* Deferred.make<RpcApp>()
+    const rpcRoute: RpcApp = Effect.flatMap(
+      Deferred.poll(rpcApp),
+      Option.match({
+        onNone: () => Effect.succeed(HttpServerResponse.text("the host is starting; try again\n", { status: 503 })),
+        onSome: Effect.flatten
+      })
+    )
     const http = HttpEndpoints.layer(
-      { host: options.host, port: options.port },
+      { host: options.host, port: options.port, token: options.token, rpc: rpcRoute },
       (url) => Effect.zipRight(Deferred.succeed(listening, url), options.onListening?.(url) ?? Effect.void)
     )
     const firstRun = Layer.effectDiscard(
@@ -64,5 +92,21 @@ export const layer = (options: Options) =>
           mediaBaseUrl: url
         }))
     ).pipe(Layer.provide(firstRun), Layer.provide(http))
-    return manager.pipe(Layer.provideMerge(services))
+    const info = Layer.effect(
+      HostInfo,
+      Effect.map(Deferred.await(listening), (url) => ({
+        version: options.version ?? "unknown",
+        bindHost: options.host,
+        port: Number(new URL(url).port),
+        tokenRequired: options.token !== undefined
+      }))
+    )
+    const rpc = Layer.scopedDiscard(
+      Effect.flatMap(RpcServer.httpApp(options.token), (app) => Deferred.succeed(rpcApp, app))
+    ).pipe(
+      Layer.provide(RpcServer.handlers),
+      Layer.provide(Layer.mergeAll(AgentSource.layerFromSettings(options.agent), info)),
+      Layer.provideMerge(Layer.mergeAll(ChatStore.Default, ModelSettings.Default))
+    )
+    return rpc.pipe(Layer.provideMerge(manager), Layer.provideMerge(services))
   }))

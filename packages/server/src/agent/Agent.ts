@@ -14,6 +14,10 @@
  *   `tasks/cancel` for a task), the partial text and the finished results are kept, unfinished
  *   calls are recorded `cancelled` with a result saying so: the history stays valid for the model.
  * - One turn per session at a time: a second one is refused with `SessionBusy` (in this process).
+ * - Detached turns (`start`, for the RPC): the turn runs in the Agent's scope, its events go to a
+ *   bounded, index-addressed log (TurnLog.ts) that any number of readers `attach` to from an index;
+ *   a reader going away does not stop the turn. The last turn's log of a session stays readable
+ *   after it ended, until the session's next turn (at most `recentTurns` logs are kept).
  *
  * @since 0.1.0
  */
@@ -53,6 +57,7 @@ import * as McpList from "./McpList.js"
 import * as ActivateTools from "./tools/ActivateTools.js"
 import * as ConfigTools from "./tools/ConfigTools.js"
 import * as DispatchAgent from "./tools/DispatchAgent.js"
+import * as TurnLog from "./TurnLog.js"
 
 /** A turn is already running in that session. */
 export class SessionBusy extends Schema.TaggedError<SessionBusy>("@skald/server/SessionBusy")("SessionBusy", {
@@ -84,6 +89,13 @@ export class UnknownAgent extends Schema.TaggedError<UnknownAgent>("@skald/serve
   }
 }
 
+/** The session has no running or recent detached turn (`attach`). */
+export class NoTurn extends Schema.TaggedError<NoTurn>("@skald/server/NoTurn")("NoTurn", { sessionId: Schema.String }) {
+  override get message(): string {
+    return `chat session ${this.sessionId} has no running or recent turn to attach to`
+  }
+}
+
 /** Why a turn could not begin (once it has begun, what happens is told by its events). */
 export type RunError = SessionBusy | UnknownSession | UnknownAgent | DatabaseError | CorruptRow
 
@@ -109,6 +121,10 @@ export interface Options {
   readonly alwaysOffered?: "all" | ReadonlyArray<string> | undefined
   /** How deep sub-agents (`dispatch_agent`) nest at most (default 3). */
   readonly maxDepth?: number | undefined
+  /** Events a detached turn's log keeps at least (default 10,000; TurnLog.ts). */
+  readonly turnEvents?: number | undefined
+  /** Logs of ended detached turns kept for `attach` (default 100; one per session, the latest). */
+  readonly recentTurns?: number | undefined
 }
 
 /** The defaults of `Options`. */
@@ -157,7 +173,7 @@ interface Frame {
 /** The agent's turn loop. */
 export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
   dependencies: [Grants.Default],
-  effect: (options: Options = {}) =>
+  scoped: (options: Options = {}) =>
     Effect.gen(function*() {
       const store = yield* ChatStore
       const manager = yield* McpManager
@@ -172,6 +188,9 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
       const resultCap = options.resultCap ?? defaults.resultCap
       const malformedRetries = options.malformedRetries ?? defaults.malformedRetries
       const running = yield* Ref.make<ReadonlyMap<string, Running>>(new Map())
+      /** Detached turns' logs by session, oldest first (TurnLog.ts). */
+      const logs = new Map<string, TurnLog.TurnLog>()
+      const agentScope = yield* Effect.scope
 
       /** The agent's system prompt. */
       const systemPrompt = (agent: string) =>
@@ -567,11 +586,62 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
         return true
       })
 
+      /**
+       * Begins a turn detached from the caller (in the Agent's scope): its events go to a log that
+       * `attach` reads; fails only when the turn cannot begin. Nothing the caller does stops it but `stop`.
+       */
+      const start = Effect.fn("Agent.start")(function*(input: RunInput) {
+        const { prompt, session: chat } = yield* session(input)
+        const entry: Running = { stop: yield* Deferred.make<void>(), ended: yield* Deferred.make<void>() }
+        const log = yield* TurnLog.make(options.turnEvents)
+        yield* Effect.uninterruptible(Effect.gen(function*() {
+          const claimed = yield* Ref.modify(running, (map): [boolean, ReadonlyMap<string, Running>] =>
+            map.has(chat.id) ? [false, map] : [true, new Map(map).set(chat.id, entry)])
+          if (!claimed) {
+            return yield* new SessionBusy({ sessionId: chat.id })
+          }
+          logs.delete(chat.id)
+          logs.set(chat.id, log)
+          for (const [id, old] of logs) {
+            if (logs.size <= (options.recentTurns ?? 100)) {
+              break
+            }
+            if (yield* old.ended) {
+              logs.delete(id)
+            }
+          }
+          const release = Ref.update(running, (map) => {
+            if (map.get(chat.id) !== entry) {
+              return map
+            }
+            const next = new Map(map)
+            next.delete(chat.id)
+            return next
+          }).pipe(Effect.zipRight(Deferred.succeed(entry.ended, undefined)))
+          yield* turn(chat, prompt, input.message, entry.stop, log.append).pipe(
+            Effect.ensuring(Effect.zipRight(log.end, release)),
+            Effect.forkIn(agentScope)
+          )
+        }))
+        return { sessionId: chat.id }
+      })
+
+      /** The events of the session's running (or last detached) turn from `fromIndex` on (TurnLog.ts). */
+      const attach = (
+        sessionId: string,
+        fromIndex: number
+      ): Effect.Effect<Stream.Stream<TurnEvent.TurnEvent, TurnLog.EventsLost>, NoTurn> =>
+        Effect.suspend(() => {
+          const log = logs.get(sessionId)
+          return log === undefined ? Effect.fail(new NoTurn({ sessionId })) : Effect.succeed(log.from(fromIndex))
+        })
+
       /** Whether a turn is running in the session (in this process). */
       const isBusy = (sessionId: string): Effect.Effect<boolean> =>
-        Effect.map(Ref.get(running), (map) => map.has(sessionId))
+        Effect.map(Ref.get(running), (map) =>
+          map.has(sessionId))
 
-      return { run, stop, isBusy } as const
+      return { run, start, attach, stop, isBusy } as const
     })
 }) {}
 

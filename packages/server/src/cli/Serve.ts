@@ -4,7 +4,9 @@
  * until interrupted (Ctrl-C or SIGTERM), stopping every server on the way out. The console
  * stays quiet (warnings and worse); `--verbose` shows the debug stream, servers' stderr included.
  * The HTTP endpoint listens before any server starts; when it cannot (the port is taken), `serve`
- * exits 2 with one line naming the address and the settings that change it. The command and its
+ * exits 2 with one line naming the address and the settings that change it. `/rpc` is the RPC
+ * WebSocket (docs/rpc.md); `--token`/`SKALD_TOKEN` is the access token its clients present,
+ * required for a non-loopback `SKALD_HOST`. The command and its
  * options; what it does is in ServeHandler.ts.
  *
  * @since 0.1.0
@@ -21,7 +23,15 @@ const verbose = Options.boolean("verbose").pipe(
   )
 )
 
-const serveConfig = { home: Host.home, verbose }
+const token = Options.redacted("token").pipe(
+  Options.optional,
+  Options.withDescription(
+    "The access token RPC clients must present (default SKALD_TOKEN; prefer it: argv is visible to other users). " +
+      "Required when SKALD_HOST is not a loopback address; 16-256 letters, digits, '.', '_', '~' or '-'."
+  )
+)
+
+const serveConfig = { home: Host.home, verbose, token }
 
 /** What `skald serve` parsed. */
 export type ServeArgs = Command.Command.ParseConfig<typeof serveConfig>
@@ -34,7 +44,7 @@ export const command = Command.make(
 ).pipe(
   Command.withDescription(Help.about({
     summary: "Run the host in the foreground: connects every enabled server, follows the registry live, and serves " +
-      "media files on SKALD_HOST:SKALD_PORT (127.0.0.1:8787).",
+      "media files and the RPC WebSocket (/rpc) on SKALD_HOST:SKALD_PORT (127.0.0.1:8787).",
     usage: ["skald serve [options]"],
     examples: ["skald serve", "skald serve --verbose --home ~/skald"]
   }))

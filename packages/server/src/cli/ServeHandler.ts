@@ -6,26 +6,47 @@
  *
  * @since 0.1.0
  */
+import { RpcProtocol } from "@skald/domain"
+import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import { Paths } from "../host/Paths.js"
 import * as ServeLayer from "../ServeLayer.js"
+import { VERSION } from "./Cli.js"
+import { UsageError } from "./CliError.js"
 import { stderr } from "./Io.js"
 import type { ServeArgs } from "./Serve.js"
 import * as Settings from "./Settings.js"
 
 /** `skald serve`. */
-export const serve = ({ home, verbose }: ServeArgs) =>
+export const serve = ({ home, token, verbose }: ServeArgs) =>
   Effect.gen(function*() {
     const settings = yield* Settings.Settings
+    const given = Option.isSome(token)
+      ? token
+      : yield* Config.option(Config.redacted("SKALD_TOKEN")).pipe(Effect.orElseSucceed(() => Option.none()))
+    const accessToken = Option.getOrUndefined(Option.filter(given, (t) => Redacted.value(t).length > 0))
+    if (accessToken !== undefined && !RpcProtocol.TOKEN_PATTERN.test(Redacted.value(accessToken))) {
+      return yield* new UsageError({
+        message: "the access token (--token or SKALD_TOKEN) must be 16-256 letters, digits, '.', '_', '~' or '-'"
+      })
+    }
     const layer = ServeLayer.layer({
       home,
+      version: VERSION,
+      token: accessToken,
       host: settings.host,
       port: settings.port,
       startTimeout: settings.startTimeout,
       callTimeout: settings.callTimeout,
-      onListening: (url) => stderr(`skald: HTTP endpoints on ${url} (media under /api/mcp-media/)`),
+      onListening: (url) =>
+        stderr(
+          `skald: HTTP endpoints on ${url} (media under /api/mcp-media/, RPC at /rpc` +
+            `${accessToken === undefined ? "" : ", access token required"})`
+        ),
       onFirstRun: (name) =>
         stderr(`skald: first run — registered the offline demo server '${name}' (skald mcp rm ${name} removes it)`)
     })

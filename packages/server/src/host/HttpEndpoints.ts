@@ -20,8 +20,11 @@
  * - **Limits**: header, request and keep-alive timeouts and a cap on connections, so idle or
  *   half-sent connections cannot exhaust the process's file descriptors.
  *
+ * - **`/rpc`**: the RPC WebSocket (rpc/RpcServer.ts) when the serve process gives one; the upgrade
+ *   goes through the same guard, so a refused one gets its status and no upgrade.
+ *
  * Listens on `SKALD_HOST` (127.0.0.1) and `SKALD_PORT` (8787). A non-loopback address needs the
- * access token that a later issue brings: until then it is refused.
+ * access token (`SKALD_TOKEN`, docs/rpc.md): without one it is refused.
  *
  * @since 0.1.0
  */
@@ -39,8 +42,10 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Path from "node:path"
@@ -228,16 +233,21 @@ export interface ListenOptions {
   readonly keepAliveTimeout?: Duration.DurationInput | undefined
   /** Connections open at once (default 512); more are closed as they arrive. */
   readonly maxConnections?: number | undefined
+  /** The access token; required to listen on a non-loopback address (the RPC app checks it). */
+  readonly token?: Redacted.Redacted<string> | undefined
+  /** The app served at `/rpc` (the RPC WebSocket), if any. */
+  readonly rpc?: HttpApp.Default<never, Scope.Scope | HttpServerRequest.HttpServerRequest> | undefined
 }
 
-/** A bind address other than loopback, refused until access tokens exist. */
+/** A bind address other than loopback without an access token. */
 export class NonLoopbackBind extends Schema.TaggedError<NonLoopbackBind>("@skald/server/NonLoopbackBind")(
   "NonLoopbackBind",
   { host: Schema.String }
 ) {
   override get message(): string {
-    return `refusing to listen on ${this.host}: a non-loopback address needs an access token, which this ` +
-      "version does not have yet; listen on a loopback address (127.0.0.1, the default, or ::1)"
+    return `refusing to listen on ${this.host}: a non-loopback address needs an access token (set SKALD_TOKEN ` +
+      "to a random value of at least 16 letters, digits, '.', '_', '~' or '-'), or listen on a loopback " +
+      "address (127.0.0.1, the default, or ::1)"
   }
 }
 
@@ -334,7 +344,7 @@ export const layer = (
   options: ListenOptions,
   onListening: (url: string) => Effect.Effect<void>
 ): Layer.Layer<never, ListenFailed | NonLoopbackBind, Paths> =>
-  isLoopback(options.host)
+  isLoopback(options.host) || options.token !== undefined
     ? Layer.unwrapEffect(Effect.gen(function*() {
       const paths = yield* Paths
       const runFork = Runtime.runFork(yield* Effect.runtime<never>())
@@ -343,7 +353,8 @@ export const layer = (
           address._tag === "TcpAddress" ? `http://${formatAddress(address.hostname, address.port)}` : address.path
         )
       )
-      return serve(router.pipe(Effect.provideService(Paths, paths)), options.host).pipe(
+      const routes = options.rpc === undefined ? router : HttpRouter.get(router, "/rpc", options.rpc)
+      return serve(routes.pipe(Effect.provideService(Paths, paths)), options.host).pipe(
         Layer.merge(Layer.effectDiscard(listening)),
         Layer.provide(
           NodeHttpServer.layer(createServer(options, (effect) => void runFork(effect)), {

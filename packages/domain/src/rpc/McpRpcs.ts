@@ -1,0 +1,149 @@
+/**
+ * MCP server administration over RPC: list (with status), show, add, enable/disable, remove,
+ * restart, tools, logs (the tail, then followed as a stream) and the stored events. Changes take
+ * effect live in the host, as the same operations do from any other client.
+ *
+ * @since 0.1.0
+ */
+import * as Rpc from "@effect/rpc/Rpc"
+import * as RpcGroup from "@effect/rpc/RpcGroup"
+import * as Schema from "effect/Schema"
+import { ServerSummary } from "../McpServerEntry.js"
+import { McpTool } from "../McpTool.js"
+import * as RpcErrors from "./RpcErrors.js"
+
+/** A registered server as it may be shown: `${NAME}` references as stored, never secret values. */
+export class ServerDescription extends Schema.Class<ServerDescription>("@skald/domain/rpc/ServerDescription")({
+  name: Schema.String,
+  friendlyName: Schema.optionalWith(Schema.String, { exact: true }),
+  description: Schema.optionalWith(Schema.String, { exact: true }),
+  enabled: Schema.Boolean,
+  transport: Schema.Literal("stdio", "http"),
+  command: Schema.optionalWith(Schema.String, { exact: true }),
+  args: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
+  env: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { exact: true }),
+  url: Schema.optionalWith(Schema.String, { exact: true }),
+  /** A `${NAME}` reference, or a placeholder for a literal key. */
+  apiKey: Schema.optionalWith(Schema.String, { exact: true })
+}) {}
+
+const Env = Schema.Record({ key: Schema.String, value: Schema.String })
+
+/** A stdio server: its command line and environment (`secretEnv` values are moved into the secret store). */
+export const StdioTransport = Schema.TaggedStruct("stdio", {
+  command: Schema.String,
+  args: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
+  env: Schema.optionalWith(Env, { default: () => ({}) }),
+  secretEnv: Schema.optionalWith(Env, { default: () => ({}) })
+})
+
+/** An HTTP server: its URL and api key (a `${NAME}` reference, or a literal moved into the store). */
+export const HttpTransport = Schema.TaggedStruct("http", {
+  url: Schema.String,
+  apiKey: Schema.optionalWith(Schema.String, { exact: true }),
+  apiKeyVariable: Schema.optionalWith(Schema.String, { exact: true })
+})
+
+/** A tool as an RPC client sees it: its qualified name (`mcp__<server>__<tool>`), its server, its definition. */
+export class ToolInfo extends Schema.Class<ToolInfo>("@skald/domain/rpc/ToolInfo")({
+  name: Schema.String,
+  server: Schema.String,
+  tool: McpTool
+}) {}
+
+/** An event a server pushed (an `event/*` notification), as stored. */
+export class StoredEvent extends Schema.Class<StoredEvent>("@skald/domain/rpc/StoredEvent")({
+  id: Schema.Number,
+  server: Schema.String,
+  method: Schema.String,
+  params: Schema.Unknown,
+  receivedAt: Schema.String,
+  status: Schema.Literal("pending", "processed"),
+  processedAt: Schema.optionalWith(Schema.String, { exact: true })
+}) {}
+
+const NameErrors = Schema.Union(RpcErrors.ServerNotFound, RpcErrors.HostFailure)
+
+/** Every registered server with its status. */
+export const List = Rpc.make("Mcp.List", {
+  success: Schema.Array(ServerSummary),
+  error: RpcErrors.HostFailure
+})
+
+/** One server's registration. */
+export const Show = Rpc.make("Mcp.Show", {
+  payload: { name: Schema.String },
+  success: ServerDescription,
+  error: NameErrors
+})
+
+/** Registers a server (refused when the name is taken, unless `replace`); it connects at once when enabled. */
+export const Add = Rpc.make("Mcp.Add", {
+  payload: Schema.Struct({
+    name: Schema.String,
+    transport: Schema.Union(StdioTransport, HttpTransport),
+    description: Schema.optionalWith(Schema.String, { exact: true }),
+    friendlyName: Schema.optionalWith(Schema.String, { exact: true }),
+    enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+    replace: Schema.optionalWith(Schema.Boolean, { default: () => false })
+  }),
+  success: Schema.Struct({
+    replaced: Schema.Boolean,
+    /** The names of the secrets literal values were moved into. */
+    storedSecrets: Schema.Array(Schema.String)
+  }),
+  error: Schema.Union(RpcErrors.ServerExists, RpcErrors.InvalidServer, RpcErrors.HostFailure)
+})
+
+/** Switches a server on or off, live. */
+export const SetEnabled = Rpc.make("Mcp.SetEnabled", {
+  payload: { name: Schema.String, enabled: Schema.Boolean },
+  error: NameErrors
+})
+
+/** Unregisters a server (and the secrets moved in for it) and disconnects it. */
+export const Remove = Rpc.make("Mcp.Remove", {
+  payload: { name: Schema.String },
+  error: NameErrors
+})
+
+/** Restarts a server now (a failed one is retried at once); a disabled one stays off. */
+export const Restart = Rpc.make("Mcp.Restart", {
+  payload: { name: Schema.String },
+  error: NameErrors
+})
+
+/** The tools of the connected servers, or of the one named. */
+export const Tools = Rpc.make("Mcp.Tools", {
+  payload: Schema.Struct({ name: Schema.optionalWith(Schema.String, { exact: true }) }),
+  success: Schema.Array(ToolInfo),
+  error: RpcErrors.ServerNotFound
+})
+
+/**
+ * A server's log file as text: the last `tailBytes` of it (default 64 KiB; cut at a line start),
+ * then, with `follow`, what is appended, as it comes. Without `follow` the stream ends.
+ */
+export const Logs = Rpc.make("Mcp.Logs", {
+  payload: Schema.Struct({
+    name: Schema.String,
+    tailBytes: Schema.optionalWith(Schema.NonNegativeInt, { default: () => 64 * 1024 }),
+    follow: Schema.optionalWith(Schema.Boolean, { default: () => false })
+  }),
+  success: Schema.String,
+  error: NameErrors,
+  stream: true
+})
+
+/** The events servers pushed, oldest first: all, or only the pending ones; at most `limit`. */
+export const Events = Rpc.make("Mcp.Events", {
+  payload: Schema.Struct({
+    pending: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+    limit: Schema.optionalWith(Schema.Positive, { exact: true })
+  }),
+  success: Schema.Array(StoredEvent),
+  error: RpcErrors.HostFailure
+})
+
+/** The MCP administration RPCs. */
+export class McpRpcs extends RpcGroup.make(List, Show, Add, SetEnabled, Remove, Restart, Tools, Logs, Events) {}

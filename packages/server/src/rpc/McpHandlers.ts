@@ -1,0 +1,128 @@
+/**
+ * The Mcp group's handlers: thin over the manager (live status, enable/disable, remove, restart,
+ * tools), Registration (add, show), ServerLogs (tail and follow) and the event repository. A
+ * registration takes effect at once: the manager reconciles after it.
+ *
+ * @since 0.1.0
+ */
+import { McpRpcs, RpcErrors, ServerName } from "@skald/domain"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import { EventRepo } from "../host/EventRepo.js"
+import type { CorruptRow, DatabaseError, UnknownServer } from "../host/HostError.js"
+import { McpManager } from "../host/McpManager.js"
+import { Registration } from "../host/Registration.js"
+import { ServerLogs } from "../host/ServerLogs.js"
+import { hostFailure, orHostFailure } from "./Failures.js"
+
+/** A name no server can have is no registered server's. */
+const nameOf = (name: string) =>
+  ServerName.isValid(name) ? Effect.succeed(ServerName.make(name)) : Effect.fail(new RpcErrors.ServerNotFound({ name }))
+
+const nameErrors = (error: UnknownServer | DatabaseError | CorruptRow) =>
+  error._tag === "UnknownServer" ? new RpcErrors.ServerNotFound({ name: error.name }) : hostFailure(error)
+
+/** The last `bytes` of `data`, starting at a line. */
+const tail = (data: Uint8Array, bytes: number): Uint8Array => {
+  if (data.length <= bytes) return data
+  let start = data.length - bytes
+  while (start < data.length && data[start - 1] !== 0x0a) start++
+  return data.subarray(start)
+}
+
+/** The handlers of `McpRpcs`. */
+export const layer = McpRpcs.McpRpcs.toLayer(Effect.gen(function*() {
+  const manager = yield* McpManager
+  const registration = yield* Registration
+  const logs = yield* ServerLogs
+  const events = yield* EventRepo
+  const registered = (name: string) =>
+    Effect.flatMap(nameOf(name), (valid) =>
+      registration.show(valid).pipe(
+        orHostFailure,
+        Effect.flatMap(Option.match({
+          onNone: () => Effect.fail(new RpcErrors.ServerNotFound({ name })),
+          onSome: (description) => Effect.succeed({ name: valid, description })
+        }))
+      ))
+  return McpRpcs.McpRpcs.of({
+    "Mcp.List": () => orHostFailure(manager.list),
+    "Mcp.Show": ({ name }) =>
+      Effect.map(registered(name), ({ description }) => McpRpcs.ServerDescription.make(description)),
+    "Mcp.Add": (input) =>
+      Effect.gen(function*() {
+        const done = yield* registration.register({
+          name: input.name,
+          transport: input.transport,
+          description: input.description,
+          friendlyName: input.friendlyName,
+          enabled: input.enabled,
+          replace: input.replace
+        }).pipe(Effect.mapError((error) => {
+          switch (error._tag) {
+            case "ServerAlreadyRegistered":
+              return new RpcErrors.ServerExists({ name: error.name })
+            case "InvalidServerEntry":
+              return new RpcErrors.InvalidServer({ name: input.name, problem: error.reason })
+            default:
+              return hostFailure(error)
+          }
+        }))
+        // The manager follows the registry within about a second; its own reconcile makes it at once.
+        yield* manager.reconcile.pipe(Effect.catchAll((error) => Effect.logWarning(error.message)))
+        return { replaced: done.replaced, storedSecrets: done.secrets.map((s) => s.name) }
+      }),
+    "Mcp.SetEnabled": ({ enabled, name }) =>
+      Effect.flatMap(nameOf(name), (valid) => Effect.mapError(manager.setEnabled(valid, enabled), nameErrors)),
+    "Mcp.Remove": ({ name }) =>
+      Effect.flatMap(nameOf(name), (valid) => Effect.mapError(manager.unregister(valid), nameErrors)),
+    "Mcp.Restart": ({ name }) =>
+      Effect.flatMap(nameOf(name), (valid) => Effect.mapError(manager.restart(valid), nameErrors)),
+    "Mcp.Tools": ({ name }) =>
+      Effect.gen(function*() {
+        if (name !== undefined) {
+          yield* registered(name).pipe(
+            Effect.catchTag("HostFailure", () => Effect.void)
+          )
+        }
+        const tools = yield* manager.tools
+        return tools
+          .filter((t) => name === undefined || t.server === name)
+          .map((t) => McpRpcs.ToolInfo.make({ name: t.name, server: t.server, tool: t.tool }))
+      }),
+    "Mcp.Logs": ({ follow, name, tailBytes }) =>
+      Stream.unwrap(Effect.gen(function*() {
+        yield* registered(name)
+        const data = Option.getOrElse(
+          yield* logs.read(name).pipe(orHostFailure),
+          () => new Uint8Array(0)
+        )
+        const head = Stream.make(tail(data, tailBytes))
+        const rest = follow
+          ? logs.follow(name, { from: data.length }).pipe(Stream.mapError(hostFailure))
+          : Stream.empty
+        return Stream.concat(head, rest).pipe(
+          Stream.filter((bytes) => bytes.length > 0),
+          Stream.decodeText()
+        )
+      })),
+    "Mcp.Events": ({ limit, pending }) =>
+      events.list({ pending, ...(limit === undefined ? {} : { limit }) }).pipe(
+        orHostFailure,
+        Effect.map((stored) =>
+          stored.map((e) =>
+            McpRpcs.StoredEvent.make({
+              id: e.id,
+              server: e.server,
+              method: e.method,
+              params: e.params,
+              receivedAt: e.receivedAt,
+              status: e.status,
+              ...(e.processedAt === undefined ? {} : { processedAt: e.processedAt })
+            })
+          )
+        )
+      )
+  })
+}))

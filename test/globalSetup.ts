@@ -28,9 +28,11 @@ export default function setup() {
   const sources = ["src", "public", "index.html", "vite.config.ts", "importRule.ts"].map((p) => Path.join(web, p))
   const built = newest(Path.join(web, "dist/index.html"))
   if (Math.max(...sources.map(newest), newest(Path.join(root, "packages/domain/dist"))) > built) {
+    // NODE_ENV: vitest sets it to "test", which would make Vite bundle React's development build.
     execFileSync(process.execPath, [Path.join(root, "node_modules/vite/bin/vite.js"), "build", web], {
       cwd: root,
-      stdio: "inherit"
+      stdio: "inherit",
+      env: { ...process.env, NODE_ENV: "production" }
     })
   }
 }

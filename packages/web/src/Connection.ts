@@ -39,7 +39,11 @@ export class Disconnected extends Schema.TaggedError<Disconnected>("@skald/web/D
 const reasonOf = (cause: Cause.Cause<unknown>): string => {
   const error = Cause.squash(cause)
   if (Socket.isSocketError(error)) {
-    return error.reason === "Close" && "code" in error ? `closed (code ${error.code})` : error.reason
+    return error.reason === "Close" && "code" in error
+      ? `the connection closed (code ${error.code})`
+      : error.reason === "OpenTimeout"
+      ? "the host stopped answering"
+      : `socket error: ${error.reason}`
   }
   return error instanceof Error ? error.message : String(error)
 }
@@ -59,14 +63,18 @@ export const observeSocket = (state: SubscriptionRef.SubscriptionRef<ConnectionS
         everConnected = true
         return SubscriptionRef.set(state, { _tag: "Connected", since })
       })
+      // The first end after a connection says when and why it was lost; failed attempts after it keep that.
       const ended = (cause: Cause.Cause<unknown>) =>
         Effect.flatMap(Clock.currentTimeMillis, (since) =>
-          SubscriptionRef.set(
-            state,
-            everConnected ? { _tag: "Reconnecting", since, reason: reasonOf(cause) } : { _tag: "Connecting" }
-          ))
+          SubscriptionRef.update(state, (now): ConnectionState =>
+            now._tag === "Connected"
+              ? { _tag: "Reconnecting", since, reason: reasonOf(cause) }
+              : everConnected
+              ? now
+              : { _tag: "Connecting" }))
       const observed = <A>(run: Effect.Effect<A, unknown, unknown>) =>
-        Effect.onExit(run, (exit) => exit._tag === "Failure" ? ended(exit.cause) : ended(Cause.empty))
+        Effect.onExit(run, (exit) =>
+          exit._tag === "Failure" ? ended(exit.cause) : ended(Cause.empty))
       const wrapped: Socket.Socket = {
         [Socket.TypeId]: Socket.TypeId,
         run: (handler, options) =>
@@ -103,29 +111,42 @@ export const whileConnected = <A, E, R>(
 export const awaitConnected = (state: SubscriptionRef.SubscriptionRef<ConnectionState>) =>
   state.changes.pipe(Stream.filter(isConnected), Stream.take(1), Stream.runDrain)
 
+/** How long a stream that ended while connected waits before it is subscribed again. */
+const RESUBSCRIBE_PAUSE = "500 millis"
+
 /**
  * `subscribe` again each time the connection comes back: the stream runs once connected; when the
- * connection drops (its `RpcClientError`) it waits for the next `Connected` and subscribes anew,
- * after `onResubscribe` (e.g. to clear what the page showed). Other failures end it.
+ * connection drops (its `RpcClientError`) — or the host ends or interrupts it (a host shutting
+ * down ends its streams before it closes the socket) — it waits until connected and subscribes
+ * anew, after `onResubscribe`. A failure of the stream's own (a typed error) ends it.
  */
 export const resubscribing = <A, E, R>(
   state: SubscriptionRef.SubscriptionRef<ConnectionState>,
   subscribe: Stream.Stream<A, E, R>,
   onResubscribe: Effect.Effect<void> = Effect.void
 ): Stream.Stream<A, Exclude<E, RpcClientError>, R> => {
-  const once: Stream.Stream<A, Exclude<E, RpcClientError> | "lost", R> = subscribe.pipe(
-    Stream.catchAll((e) => e instanceof RpcClientError ? Stream.fail("lost" as const) : Stream.fail(e as any))
+  const lost: Stream.Stream<never, Exclude<E, RpcClientError> | typeof LOST> = Stream.fail(LOST)
+  const once: Stream.Stream<A, Exclude<E, RpcClientError> | typeof LOST, R> = subscribe.pipe(
+    Stream.catchAllCause((cause): Stream.Stream<never, Exclude<E, RpcClientError> | typeof LOST> => {
+      const failure = Cause.failureOption(cause)
+      if (failure._tag === "Some" && !(failure.value instanceof RpcClientError)) {
+        return Stream.fail(failure.value as Exclude<E, RpcClientError>)
+      }
+      // The connection dropped, or the host interrupted the stream (or died in it): again.
+      return lost
+    }),
+    Stream.concat(lost)
   )
   const loop = (first: boolean): Stream.Stream<A, Exclude<E, RpcClientError>, R> =>
     Stream.unwrap(
-      Effect.zipRight(
-        awaitConnected(state),
-        first ? Effect.void : onResubscribe
-      ).pipe(
-        Effect.as(
-          once.pipe(Stream.catchAll((e) => e === "lost" ? loop(false) : Stream.fail(e)))
-        )
+      (first ? awaitConnected(state) : Effect.zipRight(
+        Effect.sleep(RESUBSCRIBE_PAUSE),
+        Effect.zipRight(awaitConnected(state), onResubscribe)
+      )).pipe(
+        Effect.as(once.pipe(Stream.catchAll((e) => e === LOST ? loop(false) : Stream.fail(e))))
       )
     )
   return loop(true)
 }
+
+const LOST = "@skald/web/Connection/lost" as const

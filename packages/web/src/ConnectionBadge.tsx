@@ -10,12 +10,17 @@ const label = (state: ConnectionState): string => {
     case "Connected":
       return "Connected"
     case "Reconnecting":
-      return `Disconnected from the host (${state.reason}): reconnecting…`
+      return `Disconnected from the host since ${new Date(state.since).toLocaleTimeString()}: reconnecting…`
   }
 }
 
 export const ConnectionBadge = ({ state }: { readonly state: ConnectionState }) => (
-  <p className={`connection connection-${state._tag.toLowerCase()}`} role="status" aria-live="polite">
+  <p
+    className={`connection connection-${state._tag.toLowerCase()}`}
+    role="status"
+    aria-live="polite"
+    title={state._tag === "Reconnecting" ? state.reason : undefined}
+  >
     <span className="dot" aria-hidden="true" />
     {label(state)}
   </p>

@@ -22,8 +22,8 @@ export interface ServersApi<R> {
   /** The servers, the whole list again on each change (re-subscribed after a reconnect). */
   readonly servers: Stream.Stream<ReadonlyArray<McpServerEntry.ServerSummary>, unknown, R>
   readonly tools: (name: string) => Stream.Stream<ReadonlyArray<McpTool.McpTool>, unknown, R>
-  /** The log's last lines, then each new line. */
-  readonly logs: (name: string) => Stream.Stream<string, unknown, R>
+  /** The log's last lines, then each new line; `null` starts it over (a fresh subscription). */
+  readonly logs: (name: string) => Stream.Stream<string | null, unknown, R>
   readonly events: (name: string) => Stream.Stream<ReadonlyArray<EventView>, unknown, R>
   readonly setEnabled: (name: string, enabled: boolean) => Effect.Effect<unknown, unknown, R>
   readonly restart: (name: string) => Effect.Effect<unknown, unknown, R>
@@ -70,23 +70,25 @@ const ServerRow = <R extends unknown>({ runtime, api, server, selected, onSelect
           ? <div className="muted">next retry at {new Date(server.nextRetryAt).toLocaleTimeString()}</div>
           : null}
       </td>
-      <td className="actions">
-        <button
-          type="button"
-          disabled={action.pending}
-          onClick={() => action.run(api.setEnabled(name, !server.enabled))}
-          aria-label={`${server.enabled ? "Disable" : "Enable"} ${name}`}
-        >
-          {server.enabled ? "Disable" : "Enable"}
-        </button>
-        <button
-          type="button"
-          disabled={action.pending || !server.enabled}
-          onClick={() => action.run(api.restart(name))}
-          aria-label={`Restart ${name}`}
-        >
-          Restart
-        </button>
+      <td>
+        <div className="actions">
+          <button
+            type="button"
+            disabled={action.pending}
+            onClick={() => action.run(api.setEnabled(name, !server.enabled))}
+            aria-label={`${server.enabled ? "Disable" : "Enable"} ${name}`}
+          >
+            {server.enabled ? "Disable" : "Enable"}
+          </button>
+          <button
+            type="button"
+            disabled={action.pending || !server.enabled}
+            onClick={() => action.run(api.restart(name))}
+            aria-label={`Restart ${name}`}
+          >
+            Restart
+          </button>
+        </div>
         {action.error !== undefined ? <div role="alert" className="error">{action.error}</div> : null}
       </td>
     </tr>
@@ -102,7 +104,7 @@ const LogTail = <R extends unknown>({ runtime, api, name }: {
     runtime,
     () => api.logs(name),
     [] as ReadonlyArray<string>,
-    (all, line) => (all.length >= 500 ? [...all.slice(-499), line] : [...all, line]),
+    (all, line) => line === null ? [] : all.length >= 500 ? [...all.slice(-499), line] : [...all, line],
     [name]
   )
   const box = useRef<HTMLPreElement>(null)
@@ -192,9 +194,12 @@ const Events = <R extends unknown>({ runtime, api, name }: {
   )
 }
 
-export const ServersPage = <R extends unknown>(
-  { runtime, api }: { readonly runtime: AnyRuntime<R>; readonly api: ServersApi<R> }
-) => {
+export const ServersPage = <R extends unknown>({ runtime, api, live }: {
+  readonly runtime: AnyRuntime<R>
+  readonly api: ServersApi<R>
+  /** Connected: the status shown is current (else it is the last known one). */
+  readonly live: boolean
+}) => {
   const { state: servers, error } = useStreamFold(
     runtime,
     () => api.servers,
@@ -207,6 +212,9 @@ export const ServersPage = <R extends unknown>(
   return (
     <div className="servers">
       <h2>Servers</h2>
+      {!live && servers !== undefined
+        ? <p className="muted" data-testid="stale">Last known status: not live while disconnected.</p>
+        : null}
       {error !== undefined ? <p role="alert" className="error">{errorOf(error)}</p> : null}
       {servers === undefined ? <p className="muted">Loading…</p> : null}
       {servers !== undefined && servers.length === 0
@@ -214,7 +222,7 @@ export const ServersPage = <R extends unknown>(
         : null}
       {servers !== undefined && servers.length > 0
         ? (
-          <table>
+          <table className={live ? undefined : "stale"}>
             <thead>
               <tr>
                 <th scope="col">Server</th>

@@ -105,6 +105,7 @@ describe("the Servers page", () => {
         yield* wait(badge.filter({ hasText: "Connected" }).waitFor())
         yield* wait(echoState.filter({ hasText: /^connected/ }).waitFor())
         yield* wait(page.getByTestId("stale").waitFor({ state: "detached" }))
+        yield* wait(detail.getByRole("heading", { name: /^Tools \([1-9]\d*\)$/ }).waitFor())
         yield* step("log re-subscribed")
         // The log's stream was subscribed again: it shows what the second host wrote.
         yield* Effect.promise(() => until("the log followed again", () => log.textContent(), (t) => t !== logBefore))
@@ -113,6 +114,18 @@ describe("the Servers page", () => {
         yield* wait(page.getByRole("button", { name: "Restart echo" }).click())
         yield* wait(echoState.filter({ hasText: /^connected/ }).waitFor())
         yield* screenshot(page, "servers-reconnected")
+
+        yield* step("remove from the page")
+        // Removed from the page, after a confirmation (Cancel first: nothing happens).
+        yield* wait(page.getByRole("button", { name: "Remove echo…" }).click())
+        yield* wait(page.getByRole("button", { name: "Cancel" }).click())
+        assert.isDefined(stateOf(yield* Effect.promise(() => list(home)), "echo"))
+        yield* wait(page.getByRole("button", { name: "Remove echo…" }).click())
+        yield* wait(page.getByRole("button", { name: "Remove echo", exact: true }).click())
+        yield* Effect.promise(() =>
+          until("echo removed", () => list(home), (l) => typeof l !== "string" && stateOf(l, "echo") === undefined)
+        )
+        yield* wait(echoState.waitFor({ state: "detached" }))
 
         // The only problems: the browser's own lines for the reconnect attempts while the host was down.
         const rpc = `ws://127.0.0.1:${port}/rpc`

@@ -27,6 +27,8 @@ export interface ServersApi<R> {
   readonly events: (name: string) => Stream.Stream<ReadonlyArray<EventView>, unknown, R>
   readonly setEnabled: (name: string, enabled: boolean) => Effect.Effect<unknown, unknown, R>
   readonly restart: (name: string) => Effect.Effect<unknown, unknown, R>
+  /** Unregisters the server (and the secrets moved in for it). */
+  readonly remove: (name: string) => Effect.Effect<unknown, unknown, R>
 }
 
 const stateText = (s: McpServerEntry.ServerSummary): string => {
@@ -51,6 +53,7 @@ const ServerRow = <R extends unknown>({ runtime, api, server, selected, onSelect
   readonly onSelect: () => void
 }) => {
   const action = useAction(runtime)
+  const [confirming, setConfirming] = useState(false)
   const name = server.name
   return (
     <tr aria-selected={selected} data-server={name}>
@@ -88,7 +91,33 @@ const ServerRow = <R extends unknown>({ runtime, api, server, selected, onSelect
           >
             Restart
           </button>
+          <button
+            type="button"
+            disabled={action.pending || confirming}
+            onClick={() => setConfirming(true)}
+            aria-label={`Remove ${name}…`}
+          >
+            Remove…
+          </button>
         </div>
+        {confirming
+          ? (
+            <div className="confirm" role="group" aria-label={`Confirm removing ${name}`}>
+              <p>Remove {name}? It is unregistered and stopped, and the secrets stored for it are deleted.</p>
+              <button
+                type="button"
+                className="danger"
+                onClick={() => {
+                  setConfirming(false)
+                  action.run(api.remove(name))
+                }}
+              >
+                Remove {name}
+              </button>
+              <button type="button" onClick={() => setConfirming(false)} autoFocus>Cancel</button>
+            </div>
+          )
+          : null}
         {action.error !== undefined ? <div role="alert" className="error">{action.error}</div> : null}
       </td>
     </tr>
@@ -126,17 +155,20 @@ const LogTail = <R extends unknown>({ runtime, api, name }: {
   )
 }
 
-const Tools = <R extends unknown>({ runtime, api, name }: {
+const Tools = <R extends unknown>({ runtime, api, name, state, toolCount }: {
   readonly runtime: AnyRuntime<R>
   readonly api: ServersApi<R>
   readonly name: string
+  /** Asked again whenever the server's state or tool count changes. */
+  readonly state: McpServerEntry.ServerState
+  readonly toolCount: number | undefined
 }) => {
   const { state: tools, error } = useStreamFold(
     runtime,
     () => api.tools(name),
     undefined as ReadonlyArray<McpTool.McpTool> | undefined,
     (_, next) => next,
-    [name]
+    [name, state, toolCount]
   )
   return (
     <section aria-labelledby="tools-title">
@@ -250,7 +282,13 @@ export const ServersPage = <R extends unknown>({ runtime, api, live }: {
         ? (
           <div className="detail" aria-label={`Server ${current.name}`} role="region">
             <h2>{current.name}</h2>
-            <Tools runtime={runtime} api={api} name={current.name} />
+            <Tools
+              runtime={runtime}
+              api={api}
+              name={current.name}
+              state={current.state}
+              toolCount={current.toolCount}
+            />
             <LogTail runtime={runtime} api={api} name={current.name} />
             <Events runtime={runtime} api={api} name={current.name} />
           </div>

@@ -37,6 +37,12 @@ describe("the Servers page", () => {
           runSkald(["mcp", "add", "echo", "--home", home, "--", echo.command, ...echo.args])
         )
         assert.strictEqual(added.status, 0, added.stderr)
+        // A raw server that pushes 50 `event/eager` events as soon as it is initialized.
+        const eager = fixture("eager-events")
+        const addedEager = yield* Effect.promise(() =>
+          runSkald(["mcp", "add", "eager", "--home", home, "--", eager.command, ...eager.args])
+        )
+        assert.strictEqual(addedEager.status, 0, addedEager.stderr)
         let child: ChildProcess | undefined
         yield* Effect.addFinalizer(() => child === undefined ? Effect.void : Effect.promise(() => stopProcess(child!)))
         const first = yield* Effect.promise(() => startServe(home))
@@ -85,6 +91,15 @@ describe("the Servers page", () => {
         const log = page.getByTestId("log")
         yield* wait(log.filter({ hasText: /\S/ }).waitFor())
         yield* screenshot(page, "servers-page")
+        // Another server's recent events, newest first.
+        yield* wait(page.getByRole("button", { name: "eager", exact: true }).click())
+        const eagerDetail = page.getByRole("region", { name: "Server eager" })
+        const newest = eagerDetail.locator(".events li").first()
+        yield* wait(newest.filter({ hasText: "event/eager" }).filter({ hasText: "\"n\": 49" }).waitFor())
+        assert.strictEqual(yield* wait(eagerDetail.locator(".events li").count()), 20)
+        yield* screenshot(page, "servers-events")
+        yield* wait(page.getByRole("button", { name: "echo", exact: true }).click())
+        yield* wait(detail.getByRole("heading", { name: /^Tools \(\d+\)$/ }).waitFor())
         assert.deepStrictEqual(tab.problems(), [])
 
         yield* step("stop the host")

@@ -89,7 +89,7 @@ export const Stop = Rpc.make("Agent.Stop", {
 export const Attach = Rpc.make("Agent.Attach", {
   payload: Schema.Struct({
     sessionId: Schema.String,
-    fromIndex: Schema.optionalWith(Schema.NonNegativeInt, { default: () => 0 })
+    fromIndex: Schema.optionalWith(Schema.NonNegativeInt, { exact: true })
   }),
   success: TurnEvent,
   error: Schema.Union(RpcErrors.TurnNotFound, RpcErrors.TurnEventsLost),

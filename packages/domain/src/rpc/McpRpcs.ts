@@ -32,9 +32,9 @@ const Env = Schema.Record({ key: Schema.String, value: Schema.String })
 /** A stdio server: its command line and environment (`secretEnv` values are moved into the secret store). */
 export const StdioTransport = Schema.TaggedStruct("stdio", {
   command: Schema.String,
-  args: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
-  env: Schema.optionalWith(Env, { default: () => ({}) }),
-  secretEnv: Schema.optionalWith(Env, { default: () => ({}) })
+  args: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
+  env: Schema.optionalWith(Env, { exact: true }),
+  secretEnv: Schema.optionalWith(Env, { exact: true })
 })
 
 /** An HTTP server: its URL and api key (a `${NAME}` reference, or a literal moved into the store). */
@@ -84,8 +84,8 @@ export const Add = Rpc.make("Mcp.Add", {
     transport: Schema.Union(StdioTransport, HttpTransport),
     description: Schema.optionalWith(Schema.String, { exact: true }),
     friendlyName: Schema.optionalWith(Schema.String, { exact: true }),
-    enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
-    replace: Schema.optionalWith(Schema.Boolean, { default: () => false })
+    enabled: Schema.optionalWith(Schema.Boolean, { exact: true }),
+    replace: Schema.optionalWith(Schema.Boolean, { exact: true })
   }),
   success: Schema.Struct({
     replaced: Schema.Boolean,
@@ -127,8 +127,8 @@ export const Tools = Rpc.make("Mcp.Tools", {
 export const Logs = Rpc.make("Mcp.Logs", {
   payload: Schema.Struct({
     name: Schema.String,
-    tailBytes: Schema.optionalWith(Schema.NonNegativeInt, { default: () => 64 * 1024 }),
-    follow: Schema.optionalWith(Schema.Boolean, { default: () => false })
+    tailBytes: Schema.optionalWith(Schema.NonNegativeInt, { exact: true }),
+    follow: Schema.optionalWith(Schema.Boolean, { exact: true })
   }),
   success: Schema.String,
   error: NameErrors,
@@ -138,7 +138,7 @@ export const Logs = Rpc.make("Mcp.Logs", {
 /** The events servers pushed, oldest first: all, or only the pending ones; at most `limit`. */
 export const Events = Rpc.make("Mcp.Events", {
   payload: Schema.Struct({
-    pending: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+    pending: Schema.optionalWith(Schema.Boolean, { exact: true }),
     limit: Schema.optionalWith(Schema.Positive, { exact: true })
   }),
   success: Schema.Array(StoredEvent),

@@ -594,35 +594,38 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
         const { prompt, session: chat } = yield* session(input)
         const entry: Running = { stop: yield* Deferred.make<void>(), ended: yield* Deferred.make<void>() }
         const log = yield* TurnLog.make(options.turnEvents)
-        yield* Effect.uninterruptible(Effect.gen(function*() {
-          const claimed = yield* Ref.modify(running, (map): [boolean, ReadonlyMap<string, Running>] =>
-            map.has(chat.id) ? [false, map] : [true, new Map(map).set(chat.id, entry)])
-          if (!claimed) {
-            return yield* new SessionBusy({ sessionId: chat.id })
-          }
-          logs.delete(chat.id)
-          logs.set(chat.id, log)
-          for (const [id, old] of logs) {
-            if (logs.size <= (options.recentTurns ?? 100)) {
-              break
+        // Claimed and forked without a gap a caller's interruption could fall into; the turn itself is interruptible (stop).
+        yield* Effect.uninterruptibleMask((restore) =>
+          Effect.gen(function*() {
+            const claimed = yield* Ref.modify(running, (map): [boolean, ReadonlyMap<string, Running>] =>
+              map.has(chat.id) ? [false, map] : [true, new Map(map).set(chat.id, entry)])
+            if (!claimed) {
+              return yield* new SessionBusy({ sessionId: chat.id })
             }
-            if (yield* old.ended) {
-              logs.delete(id)
+            logs.delete(chat.id)
+            logs.set(chat.id, log)
+            for (const [id, old] of logs) {
+              if (logs.size <= (options.recentTurns ?? 100)) {
+                break
+              }
+              if (yield* old.ended) {
+                logs.delete(id)
+              }
             }
-          }
-          const release = Ref.update(running, (map) => {
-            if (map.get(chat.id) !== entry) {
-              return map
-            }
-            const next = new Map(map)
-            next.delete(chat.id)
-            return next
-          }).pipe(Effect.zipRight(Deferred.succeed(entry.ended, undefined)))
-          yield* turn(chat, prompt, input.message, entry.stop, log.append).pipe(
-            Effect.ensuring(Effect.zipRight(log.end, release)),
-            Effect.forkIn(agentScope)
-          )
-        }))
+            const release = Ref.update(running, (map) => {
+              if (map.get(chat.id) !== entry) {
+                return map
+              }
+              const next = new Map(map)
+              next.delete(chat.id)
+              return next
+            }).pipe(Effect.zipRight(Deferred.succeed(entry.ended, undefined)))
+            yield* restore(turn(chat, prompt, input.message, entry.stop, log.append)).pipe(
+              Effect.ensuring(Effect.zipRight(log.end, release)),
+              Effect.forkIn(agentScope)
+            )
+          })
+        )
         return { sessionId: chat.id }
       })
 
@@ -638,8 +641,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
 
       /** Whether a turn is running in the session (in this process). */
       const isBusy = (sessionId: string): Effect.Effect<boolean> =>
-        Effect.map(Ref.get(running), (map) =>
-          map.has(sessionId))
+        Effect.map(Ref.get(running), (map) => map.has(sessionId))
 
       return { run, start, attach, stop, isBusy } as const
     })

@@ -91,7 +91,7 @@ export const layer = AgentRpcs.AgentRpcs.toLayer(Effect.gen(function*() {
         Option.isNone(agent)
           ? Effect.succeed({ stopped: false })
           : Effect.map(agent.value.stop(sessionId), (stopped) => ({ stopped }))),
-    "Agent.Attach": ({ fromIndex, sessionId }) =>
+    "Agent.Attach": ({ fromIndex = 0, sessionId }) =>
       Stream.unwrap(Effect.gen(function*() {
         const agent = yield* source.current
         if (Option.isNone(agent)) return yield* new RpcErrors.TurnNotFound({ sessionId })

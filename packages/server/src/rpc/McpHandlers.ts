@@ -23,6 +23,9 @@ const nameOf = (name: string) =>
 const nameErrors = (error: UnknownServer | DatabaseError | CorruptRow) =>
   error._tag === "UnknownServer" ? new RpcErrors.ServerNotFound({ name: error.name }) : hostFailure(error)
 
+/** How much of a log `Logs` gives by default. */
+export const DEFAULT_TAIL = 64 * 1024
+
 /** The last `bytes` of `data`, starting at a line. */
 const tail = (data: Uint8Array, bytes: number): Uint8Array => {
   if (data.length <= bytes) return data
@@ -54,11 +57,19 @@ export const layer = McpRpcs.McpRpcs.toLayer(Effect.gen(function*() {
       Effect.gen(function*() {
         const done = yield* registration.register({
           name: input.name,
-          transport: input.transport,
+          transport: input.transport._tag === "stdio"
+            ? {
+              _tag: "stdio",
+              command: input.transport.command,
+              args: input.transport.args ?? [],
+              env: input.transport.env ?? {},
+              secretEnv: input.transport.secretEnv ?? {}
+            }
+            : input.transport,
           description: input.description,
           friendlyName: input.friendlyName,
-          enabled: input.enabled,
-          replace: input.replace
+          enabled: input.enabled ?? true,
+          replace: input.replace ?? false
         }).pipe(Effect.mapError((error) => {
           switch (error._tag) {
             case "ServerAlreadyRegistered":
@@ -91,7 +102,7 @@ export const layer = McpRpcs.McpRpcs.toLayer(Effect.gen(function*() {
           .filter((t) => name === undefined || t.server === name)
           .map((t) => McpRpcs.ToolInfo.make({ name: t.name, server: t.server, tool: t.tool }))
       }),
-    "Mcp.Logs": ({ follow, name, tailBytes }) =>
+    "Mcp.Logs": ({ follow = false, name, tailBytes = DEFAULT_TAIL }) =>
       Stream.unwrap(Effect.gen(function*() {
         yield* registered(name)
         const data = Option.getOrElse(
@@ -108,7 +119,7 @@ export const layer = McpRpcs.McpRpcs.toLayer(Effect.gen(function*() {
         )
       })),
     "Mcp.Events": ({ limit, pending }) =>
-      events.list({ pending, ...(limit === undefined ? {} : { limit }) }).pipe(
+      events.list({ pending: pending ?? false, ...(limit === undefined ? {} : { limit }) }).pipe(
         orHostFailure,
         Effect.map((stored) =>
           stored.map((e) =>

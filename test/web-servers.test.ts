@@ -10,7 +10,7 @@ import type { ChildProcess } from "node:child_process"
 import { runSkald, startServe, stopProcess } from "./cli-support.js"
 import { fixture } from "./fixtures/fixtures.js"
 import { tempHome, until } from "./host-support.js"
-import { launchBrowser, openPage, screenshot } from "./support/browser.js"
+import { assertNoProblems, launchBrowser, openPage, screenshot } from "./support/browser.js"
 
 interface Summary {
   readonly name: string
@@ -100,7 +100,7 @@ describe("the Servers page", () => {
         yield* screenshot(page, "servers-events")
         yield* wait(page.getByRole("button", { name: "echo", exact: true }).click())
         yield* wait(detail.getByRole("heading", { name: /^Tools \(\d+\)$/ }).waitFor())
-        assert.deepStrictEqual(tab.problems(), [])
+        assertNoProblems(tab)
 
         yield* step("stop the host")
         // The host goes away: the page says so, and a call made now says it was not sent.
@@ -145,7 +145,7 @@ describe("the Servers page", () => {
         // The only problems: the browser's own lines for the reconnect attempts while the host was down.
         const rpc = `ws://127.0.0.1:${port}/rpc`
         const others = tab.problems().filter((p) => !p.includes(rpc))
-        assert.deepStrictEqual(others, [])
+        assert.deepStrictEqual(others, [], JSON.stringify(others))
       }),
     { timeout: 120_000 }
   )

@@ -75,7 +75,8 @@ export const openPage = (browser: Browser): Effect.Effect<TestPage, never, Scope
   })
 
 /** Asserts the page had no console error, exception or failed request. */
-export const assertNoProblems = (page: TestPage) => assert.deepStrictEqual(page.problems(), [])
+export const assertNoProblems = (page: TestPage) =>
+  assert.deepStrictEqual(page.problems(), [], `problems on the page: ${JSON.stringify(page.problems())}`)
 
 /** The folder screenshots are kept in. */
 export const artifactsDir = Path.join(repoRoot, "test-artifacts/web")

@@ -14,7 +14,11 @@ import type { EventView, ServersApi } from "./ServersPage.js"
 /** How often the page asks for the servers' status and events. */
 export const POLL: Duration.DurationInput = "1 second"
 
-/** A call repeated every `every` while connected, its answers mapped; re-subscribed after a reconnect. */
+/**
+ * A call repeated every `every` while connected, its answers mapped; re-subscribed after a
+ * reconnect. A call that fails (the host's own error, e.g. a server just removed) is tried again
+ * at the next tick: the page keeps what it showed rather than stop following.
+ */
 const polled = <A, B, E>(
   call: (client: HostClient["client"]) => Effect.Effect<A, E>,
   map: (a: A) => B,
@@ -24,7 +28,7 @@ const polled = <A, B, E>(
     resubscribing(
       state,
       Stream.repeatEffectWithSchedule(Effect.map(call(client), map), Schedule.spaced(every))
-    )))
+    ).pipe(Stream.retry(Schedule.spaced(every)))))
 
 const act = <A, E>(call: (client: HostClient["client"]) => Effect.Effect<A, E>) =>
   Effect.flatMap(HostClient, ({ client, state }) => whileConnected(state, call(client)))

@@ -1,6 +1,6 @@
 /**
  * React over Effect: the page's one `ManagedRuntime` runs every effect and stream; components
- * read `SubscriptionRef`s and streams through these hooks, which interrupt what they started
+ * read streams and run actions through these hooks, which interrupt what they started
  * when the component goes away (or its inputs change).
  */
 import * as Cause from "effect/Cause"
@@ -10,27 +10,10 @@ import * as Fiber from "effect/Fiber"
 import type * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import * as SubscriptionRef from "effect/SubscriptionRef"
-import { type DependencyList, useCallback, useEffect, useRef, useState, useSyncExternalStore } from "react"
+import { type DependencyList, useCallback, useEffect, useState } from "react"
 
 /** Any runtime of the page (its services vary by what is built in). */
 export type AnyRuntime<R> = ManagedRuntime.ManagedRuntime<R, never>
-
-/** The current value of a `SubscriptionRef`, re-rendering on each change. */
-export const useRef$ = <A, R>(runtime: AnyRuntime<R>, ref: SubscriptionRef.SubscriptionRef<A>): A => {
-  const last = useRef<A>(Effect.runSync(SubscriptionRef.get(ref)))
-  const subscribe = useCallback((onChange: () => void) => {
-    const fiber = runtime.runFork(
-      Stream.runForEach(ref.changes, (a) =>
-        Effect.sync(() => {
-          last.current = a
-          onChange()
-        }))
-    )
-    return () => void runtime.runFork(Fiber.interrupt(fiber))
-  }, [runtime, ref])
-  return useSyncExternalStore(subscribe, () => last.current)
-}
 
 /**
  * Folds a stream into state while the component lives (or until `deps` change, which starts a
@@ -59,7 +42,7 @@ export const useStreamFold = <A, S, E, R>(
       }
     })
     return () => void runtime.runFork(Fiber.interrupt(fiber))
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // `make` and `step` are read when `deps` change, as the caller declares.
   }, [runtime, ...deps])
   return value
 }

@@ -74,6 +74,15 @@ describe("web UI", () => {
       console.log(`web: first load ${loaded.toFixed(0)} ms (navigation start to the load event)`)
       // The page reaches the host over its WebSocket.
       yield* Effect.promise(() => tab.page.getByRole("status").filter({ hasText: "Connected" }).waitFor())
+      // Keyboard: Tab reaches the first control, and its focus is visible (an outline of 3 px).
+      yield* Effect.promise(() => tab.page.keyboard.press("Tab"))
+      const focus = yield* Effect.promise(() =>
+        tab.page.evaluate<{ tag: string; text: string; outline: string; width: string }>(
+          "(() => { const e = document.activeElement; const s = getComputedStyle(e); " +
+            "return { tag: e.tagName, text: e.textContent, outline: s.outlineStyle, width: s.outlineWidth } })()"
+        )
+      )
+      assert.deepStrictEqual(focus, { tag: "A", text: "Servers", outline: "solid", width: "3px" })
       // A page path of the app is the app too (the browser routes it).
       const deep = yield* Effect.promise(() => tab.page.goto(`${url}/servers`, { waitUntil: "load" }))
       assert.strictEqual(deep?.status(), 200)

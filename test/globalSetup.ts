@@ -1,8 +1,19 @@
 import { execFileSync } from "node:child_process"
+import * as Fs from "node:fs"
 import * as Path from "node:path"
+
+/** The newest modification time of the files under `path` (0 when it does not exist). */
+const newest = (path: string): number => {
+  if (!Fs.existsSync(path)) return 0
+  const stat = Fs.statSync(path)
+  if (!stat.isDirectory()) return stat.mtimeMs
+  return Math.max(stat.mtimeMs, ...Fs.readdirSync(path).map((name) => newest(Path.join(path, name))))
+}
 
 // The CLI tests run the real `skald` binary, which loads the built output: bring it up to date,
 // then bundle it as `npm run build` does (the shim runs the bundle only while it is current).
+// The web UI (served by `skald serve`, driven by the browser tests) is rebuilt when any of its
+// sources is newer than its built index.html (or @skald/domain's output, which it bundles).
 export default function setup() {
   const root = Path.resolve(import.meta.dirname, "..")
   execFileSync(process.execPath, [Path.join(root, "node_modules/typescript/bin/tsc"), "-b", "tsconfig.build.json"], {
@@ -13,4 +24,15 @@ export default function setup() {
     cwd: root,
     stdio: "inherit"
   })
+  const web = Path.join(root, "packages/web")
+  const sources = ["src", "public", "index.html", "vite.config.ts", "importRule.ts"].map((p) => Path.join(web, p))
+  const built = newest(Path.join(web, "dist/index.html"))
+  if (Math.max(...sources.map(newest), newest(Path.join(root, "packages/domain/dist"))) > built) {
+    // NODE_ENV: vitest sets it to "test", which would make Vite bundle React's development build.
+    execFileSync(process.execPath, [Path.join(root, "node_modules/vite/bin/vite.js"), "build", web], {
+      cwd: root,
+      stdio: "inherit",
+      env: { ...process.env, NODE_ENV: "production" }
+    })
+  }
 }

@@ -298,7 +298,7 @@ describe("what the media endpoint sends", () => {
       const missing = yield* Effect.promise(() => send(base, "/api/mcp-media/nope.png", { method: "HEAD" }))
       assert.strictEqual(missing.status, 404)
       assert.strictEqual(missing.headers["x-content-type-options"], "nosniff")
-      const other = yield* Effect.promise(() => send(base, "/"))
+      const other = yield* Effect.promise(() => send(base, "/api/nope"))
       assert.strictEqual(other.status, 404)
       assert.strictEqual(other.headers["x-content-type-options"], "nosniff")
     }))

@@ -1,6 +1,7 @@
 /**
  * The host's HTTP server (`skald serve`): `GET`/`HEAD /api/mcp-media/{file}` serves the media
- * files the manager saved from tool results (docs/media.md has each guarantee and header).
+ * files the manager saved from tool results (docs/media.md has each guarantee and header); every
+ * other `GET`/`HEAD` is the web UI's (http/WebStatic.ts, docs/web.md).
  *
  * - **Every route** goes through {@link guard} (DESIGN §6): the `Host` header must name this
  *   server (its bind address, `localhost` or `127.0.0.1`, with the port) against DNS rebinding,
@@ -48,6 +49,7 @@ import type * as Scope from "effect/Scope"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Path from "node:path"
+import * as WebStatic from "../http/WebStatic.js"
 import { MEDIA_URL_PREFIX } from "./MediaStore.js"
 import { Paths } from "./Paths.js"
 
@@ -156,7 +158,8 @@ const media = Effect.gen(function*() {
 export const router = HttpRouter.empty.pipe(
   HttpRouter.get(`${MEDIA_URL_PREFIX}*`, media),
   HttpRouter.head(`${MEDIA_URL_PREFIX}*`, media),
-  HttpRouter.all("*", notFound)
+  // Last: the web UI's files and pages for GET/HEAD (http/WebStatic.ts), 404 for the rest.
+  HttpRouter.all("*", WebStatic.app)
 )
 
 /** The `Host` and `Origin` values a server listening on `host:port` accepts. */

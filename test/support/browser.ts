@@ -1,0 +1,91 @@
+/**
+ * Real headless Chromium for the web UI's tests, through playwright-core (recipes/real-components.md
+ * §3): Debian's `chromium` (`/usr/bin/chromium`, or `CHROMIUM_PATH`), launched so that nothing
+ * leaves loopback (`--host-resolver-rules`: every name but 127.0.0.1 and localhost is unresolvable).
+ * A missing Chromium fails the test, saying what to install; it never skips.
+ *
+ * Each page collects its console errors, uncaught exceptions and failed requests, for the test to
+ * assert empty; screenshots go to `test-artifacts/web/` (gitignored), kept after the run.
+ */
+import { assert } from "@effect/vitest"
+import { Effect } from "effect"
+import type { Scope } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { type Browser, chromium, type Page } from "playwright-core"
+import { repoRoot } from "../fixtures/fixtures.js"
+
+/** The Chromium binary: `CHROMIUM_PATH`, else Debian's `/usr/bin/chromium`. */
+export const chromiumPath = (): string => process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium"
+
+/** Chromium's arguments (the recipe's): headless, no background traffic, loopback only. */
+export const chromiumArgs: ReadonlyArray<string> = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"
+]
+
+/** What a test says when Chromium is missing. */
+export const missingChromium = (path: string): string =>
+  `Chromium is not installed at ${path}. Install it (Debian, as root): ` +
+  "`apt-get update && apt-get install -y --no-install-recommends chromium chromium-driver fonts-liberation` " +
+  "or `bash .ci/setup-chromium.sh`; or point CHROMIUM_PATH at a Chromium binary"
+
+/** A headless Chromium, closed with the scope; fails the test when the binary is missing. */
+export const launchBrowser: Effect.Effect<Browser, never, Scope.Scope> = Effect.gen(function*() {
+  const executablePath = chromiumPath()
+  if (!Fs.existsSync(executablePath)) return yield* Effect.dieMessage(missingChromium(executablePath))
+  return yield* Effect.acquireRelease(
+    Effect.promise(() => chromium.launch({ executablePath, headless: true, args: [...chromiumArgs] })),
+    (browser) => Effect.promise(() => browser.close())
+  )
+})
+
+/** A page and what went wrong on it so far. */
+export interface TestPage {
+  readonly page: Page
+  /** Console errors, uncaught exceptions and failed requests, in order. */
+  readonly problems: () => ReadonlyArray<string>
+}
+
+/** A fresh context and page of `browser` (closed with the scope) that records its problems. */
+export const openPage = (browser: Browser): Effect.Effect<TestPage, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const context = yield* Effect.acquireRelease(
+      Effect.promise(() => browser.newContext({ viewport: { width: 1280, height: 800 } })),
+      (context) => Effect.promise(() => context.close())
+    )
+    const page = yield* Effect.promise(() => context.newPage())
+    const problems: Array<string> = []
+    page.on("console", (message) => {
+      if (message.type() === "error") problems.push(`console: ${message.text()}`)
+    })
+    page.on("pageerror", (error) => problems.push(`exception: ${error.message}`))
+    page.on("requestfailed", (request) => {
+      const failure = request.failure()?.errorText ?? "failed"
+      problems.push(`request ${request.method()} ${request.url()}: ${failure}`)
+    })
+    return { page, problems: () => [...problems] }
+  })
+
+/** Asserts the page had no console error, exception or failed request. */
+export const assertNoProblems = (page: TestPage) =>
+  assert.deepStrictEqual(page.problems(), [], `problems on the page: ${JSON.stringify(page.problems())}`)
+
+/** The folder screenshots are kept in. */
+export const artifactsDir = Path.join(repoRoot, "test-artifacts/web")
+
+/** Saves a full-page screenshot as `test-artifacts/web/<name>.png` and returns its path. */
+export const screenshot = (page: Page, name: string): Effect.Effect<string> => {
+  const file = Path.join(artifactsDir, `${name}.png`)
+  return Effect.sync(() => Fs.mkdirSync(artifactsDir, { recursive: true })).pipe(
+    Effect.zipRight(Effect.promise(() => page.screenshot({ path: file, fullPage: true }))),
+    Effect.as(file)
+  )
+}

@@ -7,8 +7,9 @@
  * - Tolerates the known server quirks (see `internal/openAiWire.ts`): tool-call `index` always 0
  *   or missing, a first delta without `id` (an id is synthesized), whole arguments in one delta,
  *   `choices: null` on the usage chunk, a mid-stream `{"error": …}` event.
- * - Interrupting the consumer of `streamText` aborts the HTTP request (the request lives in the
- *   stream's scope).
+ * - Interrupting the consumer of `streamText` before `[DONE]` aborts the HTTP request (the
+ *   request's scope closes with the stream's); the parts end at `[DONE]`, the body's rest is read
+ *   in the background (keep-alive).
  * - 429, 5xx and connection failures before the response is streamed are retried with capped
  *   exponential backoff honouring `Retry-After` / `retry-after-ms` (3 tries in all by default).
  * - Every failure is an `AiError` carrying the provider's own message; the API key is sent as a
@@ -97,7 +98,7 @@ const stringHeaders = (headers: Record<string, string | Redacted.Redacted>): Rec
 export const make = (options: Options): Effect.Effect<LanguageModel.Service, never, HttpClient.HttpClient> =>
   Effect.gen(function*() {
     const httpClient = yield* HttpClient.HttpClient
-    // The request is tied to the scope of the stream: closing it (interruption included) aborts it.
+    // The request is tied to a scope (`attempt`'s request scope): closing it (interruption included) aborts it.
     const client = HttpClient.withScope(httpClient)
     const url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`
     const redactedNames = ["authorization", ...Object.keys(options.headers ?? {}).map((name) => name.toLowerCase())]

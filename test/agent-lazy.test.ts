@@ -9,6 +9,7 @@
 import * as LanguageModel from "@effect/ai/LanguageModel"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { assert, describe, it } from "@effect/vitest"
+import { McpManager } from "@skald/server"
 import { Agent } from "@skald/server/agent/Agent"
 import { ChatStore } from "@skald/server/agent/ChatStore"
 import * as Grants from "@skald/server/agent/Grants"
@@ -28,9 +29,17 @@ const systemOf = (request: ModelStandin.RecordedRequest): string => request.body
 const mcpOf = (names: ReadonlyArray<string>) => names.filter((n) => n.startsWith("mcp__"))
 
 /** A host (manager, chat store, grants, the loop over the stand-in) on `home`, living in `scope`. */
-const host = (home: string, agentsDir: string, baseUrl: string, scope: Scope.Scope) =>
+const host = (
+  home: string,
+  agentsDir: string,
+  baseUrl: string,
+  scope: Scope.Scope,
+  wrap: (manager: McpManager.McpManager) => McpManager.McpManager = (manager) => manager
+) =>
   Effect.gen(function*() {
-    const { context, manager } = yield* Scope.extend(startManager(home), scope)
+    const started = yield* Scope.extend(startManager(home), scope)
+    const manager = started.manager
+    const context = Context.add(started.context, McpManager.McpManager, wrap(manager))
     yield* waitForState(manager, "alpha", "connected")
     yield* waitForState(manager, "beta", "connected")
     const model = Layer.effect(
@@ -122,6 +131,33 @@ describe("lazy tool loading, seen in the model's requests", () => {
       assert.deepStrictEqual(mcpOf(toolNames(standin.requests[3]!)), alphaTools)
       assert.deepStrictEqual(yield* second.grants.list(Grants.sessionScope(sessionId)), ["alpha"])
       yield* Scope.close(again, Exit.void)
+    }))
+
+  it.scopedLive("a turn reads the server list once, and again only after a built-in call", () =>
+    Effect.gen(function*() {
+      const { agentsDir, home } = yield* setup
+      const standin = yield* ModelStandin.start([
+        ModelStandin.toolCalls([{ id: "a1", name: "activate_tools", arguments: { groups: ["alpha"] } }]),
+        ModelStandin.toolCalls([{ id: "e1", name: "mcp__alpha__echo", arguments: { message: "one" } }]),
+        ModelStandin.toolCalls([{ id: "e2", name: "mcp__alpha__echo", arguments: { message: "two" } }]),
+        ModelStandin.text("done")
+      ])
+      let lists = 0
+      const scope = yield* Scope.make()
+      const { agent } = yield* host(home, agentsDir, standin.url, scope, (manager) =>
+        McpManager.McpManager.make({
+          ...manager,
+          list: Effect.suspend(() => {
+            lists++
+            return manager.list
+          })
+        }))
+      const events = yield* run(agent, { message: "use alpha" })
+      assert.strictEqual(events.at(-1)!._tag, "TurnDone")
+      assert.strictEqual(standin.requests.length, 4)
+      // round 1 reads it; activate_tools (a built-in) makes round 2 read it again; rounds 3 and 4 keep it
+      assert.strictEqual(lists, 2)
+      yield* Scope.close(scope, Exit.void)
     }))
 
   it.scopedLive("a sub-agent starts at zero, activates its own; its grants vanish when it ends, the parent's stay", () =>

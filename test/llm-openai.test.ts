@@ -341,6 +341,22 @@ describe("OpenAiCompatible against the stand-in", () => {
       assert.isAtMost(standin.connections(), 2, inspect(standin.requests.map((request) => request.connection)))
     }))
 
+  it.scopedLive("the parts end at [DONE], before the body does; the body drains in the background and the connection is kept", () =>
+    Effect.gen(function*() {
+      // the response's end comes 0.8 s after [DONE] (within the drain's 1 s): the parts must not wait for it
+      const standin = yield* ModelStandin.start((request) =>
+        request.index === 0 ? { ...ModelStandin.toolCalls(twoCalls), endDelay: 800 } : ModelStandin.text("next")
+      )
+      const lm = yield* model(standin.url)
+      const parts = yield* streamAll(lm, "first")
+      assert.strictEqual(callsOf(parts).length, 2)
+      assert.strictEqual(parts.at(-1)?.type, "finish")
+      assert.isUndefined(standin.requests[0]!.timing.lastByteAt, "the parts waited for the end of the body")
+      // the drained connection is not thrown away
+      assert.strictEqual(textOf(yield* streamAll(lm, "second")), "next")
+      assert.deepStrictEqual(standin.aborted, [])
+    }))
+
   it.scopedLive("a server that hangs after [DONE] still finishes the turn", () =>
     Effect.gen(function*() {
       const standin = yield* ModelStandin.start([{ events: ModelStandin.textEvents(["done"]), done: true, hang: true }])

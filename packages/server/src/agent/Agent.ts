@@ -246,12 +246,15 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
        * The round's tools under the names the provider accepts (ToolNames.ts), and the mapping:
        * the model sees provider names; the loop, the database and the events see the MCP ones.
        */
+      // The server list and the grants, kept per frame (a turn, a sub-agent) until a built-in runs (Catalog.Kept).
+      const listed = new WeakMap<Frame, Catalog.Kept>()
       const toolkitOf = (frame: Frame) =>
         Effect.map(
           Catalog.round({
             scope: frame.scope,
             dispatch: frame.depth < maxDepth,
-            always: options.alwaysOffered
+            always: options.alwaysOffered,
+            kept: listed.get(frame) ?? listed.set(frame, Catalog.kept()).get(frame)
           }).pipe(
             Effect.provide(services),
             Effect.orDie
@@ -394,6 +397,9 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
 
       /** Runs a built-in tool (agent/tools/*); its answer is the text the model reads. */
       const builtin = (call: History.CallRow, frame: Frame, round: Catalog.Round): Effect.Effect<string, unknown> => {
+        // It may change the grants or the servers: the next round reads them again.
+        const kept = listed.get(frame)
+        if (kept !== undefined) Catalog.forget(kept)
         switch (call.name) {
           case ActivateTools.NAME:
             return ActivateTools.run(frame.scope, call.arguments, round.servers).pipe(

@@ -2,7 +2,8 @@
  * The tools of a model round (lazy MCP tool loading, docs/agent.md): the base tools
  * (`activate_tools`, and `dispatch_agent` where sub-agents may be dispatched), the tools of the
  * granted servers (asked of the manager every round, so an activation in round N is offered from
- * round N+1), and the `config` group's when granted. Every definition goes through the same
+ * round N+1), and the `config` group's when granted. The server list and the grants are kept for
+ * the turn (`Kept`) until a built-in tool runs. Every definition goes through the same
  * `visible` filter (approval and interactive-only rules; until they exist, everything is visible).
  *
  * @since 0.1.0
@@ -42,6 +43,26 @@ export interface RoundInput {
    * behaviour before lazy loading); default none.
    */
   readonly always?: "all" | ReadonlyArray<string> | undefined
+  /** The server list and the grants kept from an earlier round of the turn (`kept`); read anew when absent. */
+  readonly kept?: Kept | undefined
+}
+
+/**
+ * What a turn's rounds keep of the registry: the server list and the scope's grants, read (and
+ * decoded) from SQLite once per turn instead of every round, and read again after `forget` — the
+ * loop forgets them when a built-in tool runs (`activate_tools`, the config tools, `dispatch_agent`:
+ * what changes them within a turn). The servers' tools are still asked of the manager every round.
+ */
+export interface Kept {
+  listed?: { readonly servers: ReadonlyArray<McpServerEntry.ServerSummary>; readonly granted: ReadonlyArray<string> }
+}
+
+/** An empty `Kept`, for one turn (one frame). */
+export const kept = (): Kept => ({})
+
+/** Drops what `kept` holds: the next round reads the server list and the grants again. */
+export const forget = (kept: Kept): void => {
+  delete kept.listed
 }
 
 /** The built-in tool names (never an `mcp__…` name). */
@@ -56,8 +77,13 @@ export const round = Effect.fn("Catalog.round")(function*(input: RoundInput) {
   const manager = yield* McpManager
   const grants = yield* Grants
   const visible = input.visible ?? (() => true)
-  const servers = yield* manager.list
-  const resolved = resolve(yield* grants.list(input.scope), servers)
+  let listed = input.kept?.listed
+  if (listed === undefined) {
+    listed = { servers: yield* manager.list, granted: yield* grants.list(input.scope) }
+    if (input.kept !== undefined) input.kept.listed = listed
+  }
+  const servers = listed.servers
+  const resolved = resolve(listed.granted, servers)
   const builtins = new Map<string, Definition>()
   const base = [ActivateTools.definition, ...(input.dispatch ? [DispatchAgent.definition] : [])]
   const config = resolved.some((g) => g.name === CONFIG_GROUP) ? ConfigTools.definitions : []

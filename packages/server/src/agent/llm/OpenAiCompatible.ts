@@ -7,8 +7,9 @@
  * - Tolerates the known server quirks (see `internal/openAiWire.ts`): tool-call `index` always 0
  *   or missing, a first delta without `id` (an id is synthesized), whole arguments in one delta,
  *   `choices: null` on the usage chunk, a mid-stream `{"error": …}` event.
- * - Interrupting the consumer of `streamText` aborts the HTTP request (the request lives in the
- *   stream's scope).
+ * - Interrupting the consumer of `streamText` before `[DONE]` aborts the HTTP request (the
+ *   request's scope closes with the stream's); the parts end at `[DONE]`, the body's rest is read
+ *   in the background (keep-alive).
  * - 429, 5xx and connection failures before the response is streamed are retried with capped
  *   exponential backoff honouring `Retry-After` / `retry-after-ms` (3 tries in all by default).
  * - Every failure is an `AiError` carrying the provider's own message; the API key is sent as a
@@ -33,7 +34,6 @@ import * as Arr from "effect/Array"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { identity } from "effect/Function"
@@ -42,7 +42,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Wire from "./internal/openAiWire.js"
 import * as StreamParts from "./StreamParts.js"
@@ -98,7 +98,7 @@ const stringHeaders = (headers: Record<string, string | Redacted.Redacted>): Rec
 export const make = (options: Options): Effect.Effect<LanguageModel.Service, never, HttpClient.HttpClient> =>
   Effect.gen(function*() {
     const httpClient = yield* HttpClient.HttpClient
-    // The request is tied to the scope of the stream: closing it (interruption included) aborts it.
+    // The request is tied to a scope (`attempt`'s request scope): closing it (interruption included) aborts it.
     const client = HttpClient.withScope(httpClient)
     const url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`
     const redactedNames = ["authorization", ...Object.keys(options.headers ?? {}).map((name) => name.toLowerCase())]
@@ -258,17 +258,23 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
     /**
      * One try: send the request and fold its body into parts. A failure before any part was
      * emitted may be retried (per `schedule`); once parts are out, none is.
+     *
+     * The parts end at `[DONE]`: what follows it (the response's end, often a later packet) is
+     * read in the background, so the caller doesn't wait for it, and the connection can be kept
+     * alive. The request lives in its own scope, closed by the stream's scope unless `[DONE]` was
+     * seen (interruption or a failure aborts the request), else when the drain ends.
      */
     const attempt = (method: string, request: HttpClientRequest.HttpClientRequest) =>
       Effect.gen(function*() {
-        const response = yield* sendOnce(method, request)
+        const requestScope = yield* Scope.make()
+        let handedOff = false
+        yield* Effect.addFinalizer((exit) => handedOff ? Effect.void : Scope.close(requestScope, exit))
+        const response = yield* Scope.extend(sendOnce(method, request), requestScope)
         const ids = yield* IdGenerator.IdGenerator
         const state = new Wire.StreamAccumulator()
         let emitted = false
-        let finished = false
+        let ended = false
         const finish = Effect.suspend(() => {
-          if (finished) return Effect.succeed<Array<Response.StreamPartEncoded>>([])
-          finished = true
           const missing = state.missingIds
           return Effect.all(Arr.makeBy(missing, () => ids.generateId())).pipe(
             Effect.flatMap((synthesized) => {
@@ -280,8 +286,6 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
             })
           )
         })
-        // After `[DONE]` the body is read to its end (briefly), so the connection can be kept alive.
-        const sawDone = yield* Deferred.make<void>()
         // One synchronous stage from bytes to parts: UTF-8 decoding, @effect/experimental's SSE
         // parser and the accumulator run in one loop per network chunk (no queue, no fiber hop).
         let out: Array<Response.StreamPartEncoded> = []
@@ -303,52 +307,84 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
           state.feed(text, out)
           return undefined
         }
-        return body.pipe(
-          Stream.mapError((error) =>
-            new AttemptFailed({
-              retryable: !emitted,
-              retryAfterMillis: undefined,
-              error: (suffix) =>
-                new AiError.HttpResponseError({
-                  module,
-                  method,
-                  reason: "Decode",
-                  request: requestDetails,
-                  response: { status: response.status, headers: {} },
-                  description: `The connection to the model server broke ${
-                    emitted ? "mid-stream" : "before the first byte of its reply"
-                  }: ${causeMessage(error.cause)}${suffix}`
-                }, { disableValidation: true })
-            })
-          ),
-          Stream.mapChunksEffect((chunk) => {
-            if (finished) return Effect.succeed(Chunk.empty<Response.StreamPartEncoded>())
-            out = []
-            for (const bytes of chunk) {
-              const tooLarge = feed(bytes)
-              if (tooLarge !== undefined) {
-                return Effect.fail(fatal(
-                  new AiError.MalformedOutput({
-                    module,
-                    method,
-                    description: `The model server sent an SSE event that is too large: ${tooLarge.message}`
-                  })
-                ))
-              }
-            }
-            if (state.failure !== undefined) return Effect.fail(fatal(streamFailure(method, state.failure)))
-            const parts = out
-            if (parts.length > 0) emitted = true
-            if (!done) return Effect.succeed(Chunk.unsafeFromArray(parts))
-            return finish.pipe(
-              Effect.map((rest) => Chunk.unsafeFromArray(parts.concat(rest))),
-              Effect.zipLeft(Deferred.succeed(sawDone, undefined))
-            )
-          }),
-          // no `[DONE]`: finish at the end of the body
-          Stream.concat(Stream.fromIterableEffect(finish)),
-          Stream.interruptWhen(Effect.zipRight(Deferred.await(sawDone), Effect.sleep(drainAfterDone)))
+        const broken = (error: HttpClientError.ResponseError) =>
+          new AttemptFailed({
+            retryable: !emitted,
+            retryAfterMillis: undefined,
+            error: (suffix) =>
+              new AiError.HttpResponseError({
+                module,
+                method,
+                reason: "Decode",
+                request: requestDetails,
+                response: { status: response.status, headers: {} },
+                description: `The connection to the model server broke ${
+                  emitted ? "mid-stream" : "before the first byte of its reply"
+                }: ${causeMessage(error.cause)}${suffix}`
+              }, { disableValidation: true })
+          })
+        // The body is pulled in the request's scope, so reading it can go on after the parts end.
+        const pull = yield* Scope.extend(Stream.toPull(body), requestScope)
+        // After `[DONE]`: the body read to its end (briefly: a server that then hangs is cut off).
+        const drain = pull.pipe(
+          Effect.forever,
+          Effect.ignore,
+          Effect.timeout(drainAfterDone),
+          Effect.exit,
+          Effect.flatMap((exit) => Scope.close(requestScope, exit)),
+          Effect.forkDaemon
         )
+        const end = Effect.fail(Option.none())
+        const next: Effect.Effect<Chunk.Chunk<Response.StreamPartEncoded>, Option.Option<AttemptFailed>> = Effect
+          .suspend(() => {
+            if (ended) return end
+            return pull.pipe(
+              Effect.matchEffect({
+                onFailure: Option.match({
+                  // no `[DONE]`: finish at the end of the body
+                  onNone: () => {
+                    ended = true
+                    return Effect.mapBoth(finish, { onFailure: Option.some, onSuccess: Chunk.unsafeFromArray })
+                  },
+                  onSome: (error) => Effect.fail(Option.some(broken(error)))
+                }),
+                onSuccess: (chunk) => {
+                  out = []
+                  for (const bytes of chunk) {
+                    const tooLarge = feed(bytes)
+                    if (tooLarge !== undefined) {
+                      return Effect.fail(Option.some(fatal(
+                        new AiError.MalformedOutput({
+                          module,
+                          method,
+                          description: `The model server sent an SSE event that is too large: ${tooLarge.message}`
+                        })
+                      )))
+                    }
+                    if (done) break
+                  }
+                  if (state.failure !== undefined) {
+                    return Effect.fail(Option.some(fatal(streamFailure(method, state.failure))))
+                  }
+                  const parts = out
+                  if (parts.length > 0) emitted = true
+                  if (!done) return Effect.succeed(Chunk.unsafeFromArray(parts))
+                  ended = true
+                  return finish.pipe(
+                    Effect.mapBoth({
+                      onFailure: Option.some,
+                      onSuccess: (rest) => Chunk.unsafeFromArray(parts.concat(rest))
+                    }),
+                    Effect.tap(() => {
+                      handedOff = true
+                      return drain
+                    })
+                  )
+                }
+              })
+            )
+          })
+        return Stream.repeatEffectChunkOption(next)
       }).pipe(Stream.unwrapScoped)
 
     const stream = (method: string, providerOptions: LanguageModel.ProviderOptions) =>

@@ -30,6 +30,7 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
@@ -39,16 +40,19 @@ import { fileURLToPath } from "node:url"
 import type { CorruptRow, DatabaseError } from "../host/HostError.js"
 import { McpManager } from "../host/McpManager.js"
 import type { McpServerRepo } from "../host/McpServerRepo.js"
+import * as Redactor from "../host/Redactor.js"
 import type { Registration } from "../host/Registration.js"
-import type { SecretStore } from "../host/SecretStore.js"
+import { SecretStore } from "../host/SecretStore.js"
 import * as Catalog from "./Catalog.js"
 import { ChatStore, type Session } from "./ChatStore.js"
 import { Grants, type Scope as GrantScope, sessionScope } from "./Grants.js"
 import * as History from "./History.js"
 import * as JsonSchemaTool from "./llm/JsonSchemaTool.js"
+import * as ModelSettings from "./llm/ModelSettings.js"
 import * as StreamParts from "./llm/StreamParts.js"
 import * as ToolNames from "./llm/ToolNames.js"
 import * as McpList from "./McpList.js"
+import * as AgentTelemetry from "./Telemetry.js"
 import * as ActivateTools from "./tools/ActivateTools.js"
 import * as ConfigTools from "./tools/ConfigTools.js"
 import * as DispatchAgent from "./tools/DispatchAgent.js"
@@ -172,6 +176,32 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
       const resultCap = options.resultCap ?? defaults.resultCap
       const malformedRetries = options.malformedRetries ?? defaults.malformedRetries
       const running = yield* Ref.make<ReadonlyMap<string, Running>>(new Map())
+      // SKALD_OTEL_RECORD_CONTENT (agent/Telemetry.ts): the redaction of recorded content, built
+      // per tool call from every secret-store value and the model's api key (read anew: a secret
+      // set while the host runs is redacted too); undefined when recording is off.
+      const recording = yield* AgentTelemetry.recordContent
+      const contentRedactor: Effect.Effect<((text: string) => string) | undefined> = recording
+        ? Effect.gen(function*() {
+          const secrets = yield* SecretStore
+          const values: Array<Redacted.Redacted<string> | string> = []
+          for (const name of yield* secrets.list) {
+            const value = yield* secrets.get(name)
+            if (Option.isSome(value)) values.push(value.value)
+          }
+          const apiKey = yield* Config.option(Config.redacted(ModelSettings.API_KEY_SECRET))
+          if (Option.isSome(apiKey)) values.push(apiKey.value)
+          const settings = yield* Effect.serviceOption(ModelSettings.ModelSettings)
+          if (Option.isSome(settings)) {
+            const resolved = yield* Effect.option(settings.value.resolve)
+            if (Option.isSome(resolved) && resolved.value.apiKey !== undefined) values.push(resolved.value.apiKey)
+          }
+          return Redactor.make(values).redact
+        }).pipe(
+          Effect.provide(services),
+          // Content that could not be redacted is not recorded at all.
+          Effect.orElseSucceed(() => () => "[not recorded: the secrets to redact could not be read]")
+        )
+        : Effect.succeed(undefined)
 
       /** The agent's system prompt. */
       const systemPrompt = (agent: string) =>
@@ -272,7 +302,9 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
         Effect.uninterruptibleMask((restore) =>
           Effect.gen(function*() {
             yield* emit(TurnEvent.ToolStarted.make({ callId: call.callId, name: call.name, arguments: call.arguments }))
-            const exit = yield* restore(
+            const exit = yield* restore(AgentTelemetry.tool(
+              call,
+              contentRedactor,
               (round.builtins.has(call.name)
                 ? Effect.map(
                   builtin(call, frame, round),
@@ -295,7 +327,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
                       : { status: "done" as const, ...History.capResult(result, resultCap) }
                   )
                 )
-            ).pipe(Effect.exit)
+            )).pipe(Effect.exit)
             const outcome = Exit.match(exit, {
               onSuccess: (done) => done,
               onFailure: (cause) =>
@@ -355,7 +387,12 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
           const sub = yield* store.createSession({ agent: frame.agent, title: titleOf(frame.task) })
           yield* store.append(sub.id, { role: "user", text: frame.task, calls: [] })
           const kept: Kept = { text: "", finished: [], cancelled: [] }
-          const end = yield* rounds(sub.id, prompt, [History.user(frame.task)], () => Effect.void, kept, frame)
+          const end = yield* AgentTelemetry.turn(
+            sub.id,
+            frame.agent,
+            false,
+            rounds(sub.id, prompt, [History.user(frame.task)], () => Effect.void, kept, frame)
+          )
           return end.note === undefined ? end.text : `${end.text}\n\n(${end.note})`
         })
 
@@ -367,8 +404,9 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
         emit: (event: TurnEvent.TurnEvent) => Effect.Effect<void>,
         kept: Kept,
         frame: Frame
-      ): Effect.Effect<TurnEvent.TurnDone, unknown> =>
-        Effect.gen(function*() {
+      ): Effect.Effect<TurnEvent.TurnDone, unknown> => {
+        const spans = AgentTelemetry.rounds()
+        return Effect.gen(function*() {
           let inputTokens = 0
           let outputTokens = 0
           const usage = () => TurnEvent.Usage.make({ inputTokens, outputTokens })
@@ -380,6 +418,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
           let sent: Array<Prompt.Message> = []
           let sentKey: string | undefined = undefined
           for (let round = 1; round <= maxRounds; round++) {
+            yield* spans.next(round)
             const { mcpNames, names, namesKey, round: catalog, tools } = yield* toolkitOf(frame)
             if (namesKey !== sentKey) {
               sent = []
@@ -405,7 +444,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             // keeps either the partial message (below) or the whole one.
             const persisted = yield* Effect.uninterruptibleMask((restore) =>
               Effect.gen(function*() {
-                const streamExit = yield* restore(
+                const streamExit = yield* restore(spans.under(
                   Stream.runForEach(stream, (part) => {
                     switch (part.type) {
                       case "text-delta":
@@ -430,7 +469,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
                         return Effect.void
                     }
                   })
-                ).pipe(Effect.exit)
+                )).pipe(Effect.exit)
                 const assistant = History.assistant(kept.text, streamed)
                 if (Exit.isFailure(streamExit) && !Cause.isInterruptedOnly(streamExit.cause)) {
                   const malformed = malformedOf(streamExit.cause)
@@ -475,11 +514,11 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             if (persisted === undefined || persisted.row.calls.length === 0) {
               return TurnEvent.TurnDone.make({ text, usage: usage(), rounds: round })
             }
-            const results = yield* Effect.forEach(
+            const results = yield* spans.under(Effect.forEach(
               persisted.row.calls,
               (call) => runCall(emit, persisted.id, call, kept, frame, catalog),
               { concurrency }
-            ).pipe(
+            )).pipe(
               // A call interrupted before it began (queued behind the bound, or not yet forked) has
               // recorded nothing: it is cancelled here, so no call stays `running`.
               Effect.onInterrupt(() =>
@@ -500,7 +539,8 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             note: `The turn ended after ${maxRounds} model rounds (the round limit) while the model was still ` +
               "calling tools; every result so far is kept. Send another message to let it go on."
           })
-        })
+        }).pipe(spans.close)
+      }
 
       const turn = (
         session: Session,
@@ -542,7 +582,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
               onSome: (e) => (e as { _tag?: string })._tag ?? "Error"
             })
           }))
-        }).pipe(Effect.withSpan("Agent.turn", { attributes: { "chat.session": session.id } }))
+        }).pipe((body) => AgentTelemetry.turn(session.id, session.agent, true, body))
 
       /** The turn's events; the stream fails only when the turn cannot begin. Interrupting it stops the turn. */
       const run = (input: RunInput): Stream.Stream<TurnEvent.TurnEvent, RunError> =>

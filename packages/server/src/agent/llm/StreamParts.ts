@@ -22,9 +22,14 @@ import type * as Prompt from "@effect/ai/Prompt"
 import type * as Response from "@effect/ai/Response"
 import type * as Tool from "@effect/ai/Tool"
 import type * as Toolkit from "@effect/ai/Toolkit"
+import * as Span from "@skald/mcp/internal/span"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as Telemetry from "../Telemetry.js"
 
 /** What the loop asks: the prompt (already built values) and the tools offered. */
 export interface Request {
@@ -47,26 +52,53 @@ interface WithStreamParts {
 /**
  * `service` with its raw parts attached; `streamParts` gets the provider options `streamText`
  * would give (text response, `auto` tool choice, a span) and returns the provider's parts. The
- * offered tools' names are checked here, and the tracer's span is made per request.
+ * offered tools' names are checked here, and the tracer's span is made per request: with `info`
+ * and an installed tracer, the GenAI conventions' `chat <model>` span with the usage, and the
+ * model metrics (agent/Telemetry.ts).
  */
 export const withStreamParts = (
   service: LanguageModel.Service,
   streamParts: (
     options: LanguageModel.ProviderOptions
-  ) => Stream.Stream<Response.StreamPartEncoded, AiError.AiError, IdGenerator.IdGenerator>
+  ) => Stream.Stream<Response.StreamPartEncoded, AiError.AiError, IdGenerator.IdGenerator>,
+  info?: Telemetry.ModelInfo
 ): LanguageModel.Service => {
   const raw: StreamParts = (request) =>
-    Effect.map(
-      Effect.makeSpanScoped("LanguageModel.streamParts", { captureStackTrace: false }),
-      (span) =>
-        streamParts({
-          prompt: request.prompt,
-          tools: request.tools,
-          toolChoice: "auto",
-          responseFormat: { type: "text" },
-          span
-        }).pipe(checked(request.tools))
-    ).pipe(
+    Effect.withFiberRuntime<
+      Stream.Stream<Response.StreamPartEncoded, AiError.AiError, IdGenerator.IdGenerator>,
+      never,
+      Scope.Scope
+    >((fiber) => {
+      // Under an installed tracer: the conventions' `chat <model>` client span, its usage and the
+      // model metrics (agent/Telemetry.ts); the built-in tracer's span otherwise, as before.
+      const observed = info !== undefined && Span.isTraced(fiber)
+      return Effect.map(
+        observed
+          ? Effect.makeSpanScoped(`chat ${info.model}`, {
+            kind: "client",
+            captureStackTrace: false,
+            attributes: Telemetry.chatAttributes(info)
+          })
+          : Effect.makeSpanScoped("LanguageModel.streamParts", { captureStackTrace: false }),
+        (span) => {
+          const parts = streamParts({
+            prompt: request.prompt,
+            tools: request.tools,
+            toolChoice: "auto",
+            responseFormat: { type: "text" },
+            span
+          }).pipe(checked(request.tools))
+          if (!observed) return parts
+          return Stream.unwrap(Effect.map(Clock.currentTimeNanos, (started) => {
+            const observer = Telemetry.chatObserver(info, span, started)
+            return parts.pipe(
+              Stream.tap((part) => Effect.sync(() => observer.observe(part))),
+              Stream.ensuringWith((exit: Exit.Exit<unknown, AiError.AiError>) => observer.end(exit))
+            )
+          }))
+        }
+      )
+    }).pipe(
       Stream.unwrapScoped,
       Stream.provideServiceEffect(
         IdGenerator.IdGenerator,

@@ -69,6 +69,10 @@ describe("telemetry", () => {
       assert.notProperty(call.attributes, "error.type")
       const initialize = named(spans, "initialize")
       assert.deepInclude(initialize.attributes, { "mcp.method.name": "initialize", "skald.mcp.server": host })
+      // The session server-everything assigned in its answer to initialize is on the requests after it.
+      assert.notProperty(initialize.attributes, "mcp.session.id")
+      const session = call.attributes["mcp.session.id"]
+      assert.isTrue(typeof session === "string" && session.length > 0, JSON.stringify(call.attributes))
       for (const span of [call, initialize]) {
         assert.strictEqual(span.traceId, root.traceId, span.name)
         assert.strictEqual(span.parentSpanId, root.spanId, span.name)

@@ -30,6 +30,17 @@ const named = (spans: ReadonlyArray<ExportedSpan>, name: string): ExportedSpan =
   return found!
 }
 
+/** The span ids from `span`'s parent up to its trace's root. */
+const ancestorsOf = (spans: ReadonlyArray<ExportedSpan>, span: ExportedSpan): Array<string> => {
+  const out: Array<string> = []
+  for (let at: ExportedSpan | undefined = span; at !== undefined && at.parentSpanId !== "";) {
+    out.push(at.parentSpanId)
+    const parentId: string = at.parentSpanId
+    at = spans.find((s) => s.spanId === parentId)
+  }
+  return out
+}
+
 const noByteHas = (receiver: Receiver, ...secrets: ReadonlyArray<string>) => {
   assert.isAbove(receiver.received().length, 0)
   for (const r of receiver.received()) {
@@ -197,18 +208,23 @@ describe("telemetry", () => {
     })
 
     /** `skald agent run` against the stand-in: activate echo, call it with the marker and the stored secret, answer. */
-    const turn = (env: Record<string, string>) =>
+    const echoScript = [
+      ModelStandin.toolCalls([{ id: "act_1", name: "activate_tools", arguments: { groups: ["echo"] } }]),
+      ModelStandin.toolCalls([{
+        id: "call_1",
+        name: "mcp__echo__echo",
+        arguments: { message: `${MARKER} ${STORED}` }
+      }], { usage: { prompt_tokens: 40, completion_tokens: 9 } }),
+      ModelStandin.text("Echoed.", { usage: { prompt_tokens: 60, completion_tokens: 3 } })
+    ]
+    const turn = (
+      env: Record<string, string>,
+      script: ReadonlyArray<ModelStandin.Reply> = echoScript,
+      expected: { readonly status: number; readonly stdout?: string } = { status: 0, stdout: "Echoed.\n" }
+    ) =>
       Effect.gen(function*() {
         const receiver = yield* otlpReceiver
-        const standin = yield* ModelStandin.start([
-          ModelStandin.toolCalls([{ id: "act_1", name: "activate_tools", arguments: { groups: ["echo"] } }]),
-          ModelStandin.toolCalls([{
-            id: "call_1",
-            name: "mcp__echo__echo",
-            arguments: { message: `${MARKER} ${STORED}` }
-          }], { usage: { prompt_tokens: 40, completion_tokens: 9 } }),
-          ModelStandin.text("Echoed.", { usage: { prompt_tokens: 60, completion_tokens: 3 } })
-        ])
+        const standin = yield* ModelStandin.start(script)
         const dir = yield* home
         const r = yield* skald(["agent", "run", "--home", dir, "please echo"], {
           ...json(receiver),
@@ -218,8 +234,8 @@ describe("telemetry", () => {
           SKALD_LLM_API_KEY: API_KEY,
           ...env
         })
-        assert.strictEqual(r.status, 0, r.stderr)
-        assert.strictEqual(r.stdout, "Echoed.\n")
+        assert.strictEqual(r.status, expected.status, r.stderr)
+        if (expected.stdout !== undefined) assert.strictEqual(r.stdout, expected.stdout)
         return receiver
       })
 
@@ -268,14 +284,7 @@ describe("telemetry", () => {
         })
         const mcp = named(spans, "tools/call echo")
         // Nested under it (through the manager's McpManager.call span).
-        const ancestors: Array<string> = []
-        for (let at = mcp; at.parentSpanId !== "";) {
-          ancestors.push(at.parentSpanId)
-          const parent = spans.find((s) => s.spanId === at.parentSpanId)
-          if (parent === undefined) break
-          at = parent
-        }
-        assert.include(ancestors, execute.spanId)
+        assert.include(ancestorsOf(spans, mcp), execute.spanId)
         // Recording is off: no argument text anywhere, nor the secrets.
         assert.notProperty(execute.attributes, "gen_ai.tool.call.arguments")
         assert.notProperty(execute.attributes, "gen_ai.tool.call.result")
@@ -311,6 +320,38 @@ describe("telemetry", () => {
         assert.include(result, MARKER)
         assert.include(result, "[redacted]")
         noByteHas(receiver, STORED, API_KEY)
+      }))
+
+    it.scopedLive("a sub-agent's turn nests under its dispatch_agent span; a failed model request has error.type", () =>
+      Effect.gen(function*() {
+        const receiver = yield* turn({}, [
+          ModelStandin.toolCalls([{ id: "d1", name: "dispatch_agent", arguments: { agent: "tic", task: "say hi" } }]),
+          ModelStandin.text("hi from tic"),
+          ModelStandin.error(400, "this request is refused")
+        ], { status: 2 })
+        const spans = receiver.spans()
+        const root = named(spans, "invoke_agent main")
+        const dispatch = named(spans, "execute_tool dispatch_agent")
+        const sub = named(spans, "invoke_agent tic")
+        // Under it (through the tool's own DispatchAgent span).
+        assert.include(ancestorsOf(spans, sub), dispatch.spanId)
+        assert.strictEqual(sub.traceId, root.traceId)
+        assert.notStrictEqual(sub.attributes["gen_ai.conversation.id"], root.attributes["gen_ai.conversation.id"])
+        const subRound = spans.find((s) => s.name === "agent round" && s.parentSpanId === sub.spanId)
+        assert.isDefined(subRound)
+        assert.isTrue(spans.some((s) => s.name === "chat standin-model" && s.parentSpanId === subRound!.spanId))
+        // The parent's second request failed: its chat span, its round and the turn say so.
+        const failed = spans.filter((s) => s.name === "chat standin-model" && s.attributes["error.type"] !== undefined)
+        assert.strictEqual(failed.length, 1, JSON.stringify(spans.map((s) => [s.name, s.attributes["error.type"]])))
+        assert.strictEqual(failed[0]!.status.code, 2) // ERROR
+        assert.strictEqual(failed[0]!.attributes["error.type"], "HttpResponseError")
+        const round2 = spans.find((s) => s.spanId === failed[0]!.parentSpanId)!
+        assert.deepInclude(round2.attributes, { "skald.agent.round": 2, "error.type": "HttpResponseError" })
+        assert.isTrue(
+          receiver.points().some((p) =>
+            p.name === "gen_ai.client.operation.duration" && p.attributes["error.type"] === "HttpResponseError"
+          )
+        )
       }))
   })
 })

@@ -25,10 +25,10 @@ import type * as Toolkit from "@effect/ai/Toolkit"
 import * as Span from "@skald/mcp/internal/span"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import type * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import type * as Tracer from "effect/Tracer"
 import * as Telemetry from "../Telemetry.js"
 
 /** What the loop asks: the prompt (already built values) and the tools offered. */
@@ -71,32 +71,36 @@ export const withStreamParts = (
     >((fiber) => {
       // Under an installed tracer: the conventions' `chat <model>` client span, its usage and the
       // model metrics (agent/Telemetry.ts); the built-in tracer's span otherwise, as before.
-      const observed = info !== undefined && Span.isTraced(fiber)
+      const parts = (span: Tracer.Span) =>
+        streamParts({
+          prompt: request.prompt,
+          tools: request.tools,
+          toolChoice: "auto",
+          responseFormat: { type: "text" },
+          span
+        }).pipe(checked(request.tools))
+      if (info === undefined || !Span.isTraced(fiber)) {
+        return Effect.map(Effect.makeSpanScoped("LanguageModel.streamParts", { captureStackTrace: false }), parts)
+      }
+      // One finalizer tells the span the outcome (error.type), records the metrics and ends it.
       return Effect.map(
-        observed
-          ? Effect.makeSpanScoped(`chat ${info.model}`, {
-            kind: "client",
-            captureStackTrace: false,
-            attributes: Telemetry.chatAttributes(info)
-          })
-          : Effect.makeSpanScoped("LanguageModel.streamParts", { captureStackTrace: false }),
-        (span) => {
-          const parts = streamParts({
-            prompt: request.prompt,
-            tools: request.tools,
-            toolChoice: "auto",
-            responseFormat: { type: "text" },
-            span
-          }).pipe(checked(request.tools))
-          if (!observed) return parts
-          return Stream.unwrap(Effect.map(Clock.currentTimeNanos, (started) => {
-            const observer = Telemetry.chatObserver(info, span, started)
-            return parts.pipe(
-              Stream.tap((part) => Effect.sync(() => observer.observe(part))),
-              Stream.ensuringWith((exit: Exit.Exit<unknown, AiError.AiError>) => observer.end(exit))
+        Effect.acquireRelease(
+          Effect.flatMap(Clock.currentTimeNanos, (started) =>
+            Effect.map(
+              Effect.makeSpan(`chat ${info.model}`, {
+                kind: "client",
+                captureStackTrace: false,
+                attributes: Telemetry.chatAttributes(info)
+              }),
+              (span) => ({ span, observer: Telemetry.chatObserver(info, span, started) })
+            )),
+          ({ observer, span }, exit) =>
+            Effect.zipRight(
+              observer.end(exit),
+              Effect.map(Clock.currentTimeNanos, (now) => span.end(now, exit))
             )
-          }))
-        }
+        ),
+        ({ observer, span }) => Stream.tap(parts(span), (part) => Effect.sync(() => observer.observe(part)))
       )
     }).pipe(
       Stream.unwrapScoped,

@@ -247,6 +247,7 @@ describe("telemetry", () => {
         assert.strictEqual(root.parentSpanId, "")
         assert.deepInclude(root.attributes, { "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "main" })
         assert.isString(root.attributes["gen_ai.conversation.id"])
+        assert.notProperty(root.attributes, "error.type")
         // The turn's spans are one trace (the host's start-up, before the turn, has its own).
         const ofTurn = spans.filter((s) => /^(agent round|chat |execute_tool |tools\/call )/.test(s.name))
         assert.isAbove(ofTurn.length, 0)
@@ -333,6 +334,9 @@ describe("telemetry", () => {
         const root = named(spans, "invoke_agent main")
         const dispatch = named(spans, "execute_tool dispatch_agent")
         const sub = named(spans, "invoke_agent tic")
+        // The turn failed (its TurnFailed event): the root says why; the sub-agent's turn did not fail.
+        assert.strictEqual(root.attributes["error.type"], "HttpResponseError")
+        assert.notProperty(sub.attributes, "error.type")
         // Under it (through the tool's own DispatchAgent span).
         assert.include(ancestorsOf(spans, sub), dispatch.spanId)
         assert.strictEqual(sub.traceId, root.traceId)

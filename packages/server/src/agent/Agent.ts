@@ -575,12 +575,14 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             }))
           }
           const failure = Cause.failureOption(exit.cause)
+          const errorTag = Option.match(failure, {
+            onNone: () => "Defect",
+            onSome: (e) => (e as { _tag?: string })._tag ?? "Error"
+          })
+          yield* AgentTelemetry.turnFailed(errorTag)
           return yield* emit(TurnEvent.TurnFailed.make({
             message: `the turn failed: ${failureText(exit.cause)}`,
-            errorTag: Option.match(failure, {
-              onNone: () => "Defect",
-              onSome: (e) => (e as { _tag?: string })._tag ?? "Error"
-            })
+            errorTag
           }))
         }).pipe((body) => AgentTelemetry.turn(session.id, session.agent, true, body))
 

@@ -158,6 +158,17 @@ export const turn = <A, E, R>(
   )
 
 /**
+ * Tells the current turn's span (inside `turn`'s body) the `error.type` of a turn that failed:
+ * the loop reports a failure as its `TurnFailed` event, so the span's effect itself succeeds.
+ */
+export const turnFailed = (type: string): Effect.Effect<void> =>
+  Effect.withFiberRuntime((fiber) =>
+    Span.isTraced(fiber)
+      ? Effect.ignore(Effect.map(Effect.currentSpan, (span) => span.attribute("error.type", type)))
+      : Effect.void
+  )
+
+/**
  * The round spans of one turn's loop, without restructuring it: `next(n)` ends the previous
  * round's span and opens `agent round` (its parent the turn's span); `under` makes what a round
  * does (the model request, the tool calls) its children; `close` ends the last one with the

@@ -7,6 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { type Run, runSkald, startServe, stopProcess } from "./cli-support.js"
+import * as AnthropicStandin from "./fixtures/anthropic-standin.js"
 import { fixture } from "./fixtures/fixtures.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { makeHome, tempHome, until } from "./host-support.js"
@@ -356,6 +357,36 @@ describe("telemetry", () => {
             p.name === "gen_ai.client.operation.duration" && p.attributes["error.type"] === "HttpResponseError"
           )
         )
+      }))
+
+    it.scopedLive("the Anthropic provider's request is a chat span too, with gen_ai.provider.name anthropic", () =>
+      Effect.gen(function*() {
+        const receiver = yield* otlpReceiver
+        const standin = yield* AnthropicStandin.start([AnthropicStandin.text("Hello there.", { input: 21, output: 4 })])
+        const dir = yield* home
+        const r = yield* skald(["agent", "run", "--home", dir, "hello"], {
+          ...json(receiver),
+          SKALD_LLM_PROVIDER: "anthropic",
+          SKALD_LLM_BASE_URL: standin.url,
+          SKALD_LLM_MODEL: "claude-standin",
+          SKALD_LLM_API_KEY: API_KEY
+        })
+        assert.strictEqual(r.status, 0, r.stderr)
+        const chat = named(receiver.spans(), "chat claude-standin")
+        assert.deepInclude(chat.attributes, {
+          "gen_ai.operation.name": "chat",
+          "gen_ai.provider.name": "anthropic",
+          "gen_ai.request.model": "claude-standin",
+          "gen_ai.usage.input_tokens": 21,
+          "gen_ai.usage.output_tokens": 4
+        })
+        assert.strictEqual(chat.parentSpanId, named(receiver.spans(), "agent round").spanId)
+        assert.isTrue(
+          receiver.points().some((p) =>
+            p.name === "gen_ai.client.token.usage" && p.attributes["gen_ai.provider.name"] === "anthropic"
+          )
+        )
+        noByteHas(receiver, API_KEY)
       }))
   })
 })

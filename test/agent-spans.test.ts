@@ -9,7 +9,7 @@ import { events, startAgent } from "./support/agent.js"
 import * as Scripted from "./support/scripted-model.js"
 
 describe("agent spans", () => {
-  it.scopedLive("a turn is one trace: Agent.turn is an ancestor of the tool call's tools/call span", () =>
+  it.scopedLive("a turn is one trace: invoke_agent is an ancestor of the tool call's tools/call span", () =>
     Effect.gen(function*() {
       const native = yield* Effect.tracer
       const spans: Array<Tracer.Span> = []
@@ -28,7 +28,7 @@ describe("agent spans", () => {
       const all = yield* events(agent.run({ message: "what context?" })).pipe(Effect.withTracer(tracer))
       const done = all.find((e) => e._tag === "ToolDone")
       assert.isDefined(done)
-      const turn = spans.find((s) => s.name === "Agent.turn")!
+      const turn = spans.find((s) => s.name === "invoke_agent main")!
       const call = spans.find((s) => s.name === "tools/call trace_context")
       assert.isDefined(call, spans.map((s) => s.name).join(", "))
       assert.strictEqual(call!.traceId, turn.traceId)
@@ -38,7 +38,7 @@ describe("agent spans", () => {
         ancestors.push(at.name)
         at = at.parent._tag === "Some" ? at.parent.value : undefined
       }
-      assert.include(ancestors, "Agent.turn")
+      assert.include(ancestors, "invoke_agent main")
       // The server got the call span's context.
       const seen = JSON.parse((done as { result: string }).result) as { meta: string }
       assert.strictEqual(seen.meta, `00-${call!.traceId}-${call!.spanId}-01`)

@@ -7,8 +7,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { type Run, runSkald, startServe, stopProcess } from "./cli-support.js"
+import * as AnthropicStandin from "./fixtures/anthropic-standin.js"
 import { fixture } from "./fixtures/fixtures.js"
-import { tempHome, until } from "./host-support.js"
+import * as ModelStandin from "./fixtures/model-standin.js"
+import { makeHome, tempHome, until } from "./host-support.js"
 import { httpFixture, startEverything, startHttpFixture } from "./http-support.js"
 import { type ExportedSpan, otlpReceiver, type Receiver } from "./support/otlp.js"
 
@@ -27,6 +29,17 @@ const named = (spans: ReadonlyArray<ExportedSpan>, name: string): ExportedSpan =
   const found = spans.find((s) => s.name === name)
   assert.isDefined(found, `no span ${name} among ${spans.map((s) => s.name).join(", ")}`)
   return found!
+}
+
+/** The span ids from `span`'s parent up to its trace's root. */
+const ancestorsOf = (spans: ReadonlyArray<ExportedSpan>, span: ExportedSpan): Array<string> => {
+  const out: Array<string> = []
+  for (let at: ExportedSpan | undefined = span; at !== undefined && at.parentSpanId !== "";) {
+    out.push(at.parentSpanId)
+    const parentId: string = at.parentSpanId
+    at = spans.find((s) => s.spanId === parentId)
+  }
+  return out
 }
 
 const noByteHas = (receiver: Receiver, ...secrets: ReadonlyArray<string>) => {
@@ -68,6 +81,10 @@ describe("telemetry", () => {
       assert.notProperty(call.attributes, "error.type")
       const initialize = named(spans, "initialize")
       assert.deepInclude(initialize.attributes, { "mcp.method.name": "initialize", "skald.mcp.server": host })
+      // The session server-everything assigned in its answer to initialize is on the requests after it.
+      assert.notProperty(initialize.attributes, "mcp.session.id")
+      const session = call.attributes["mcp.session.id"]
+      assert.isTrue(typeof session === "string" && session.length > 0, JSON.stringify(call.attributes))
       for (const span of [call, initialize]) {
         assert.strictEqual(span.traceId, root.traceId, span.name)
         assert.strictEqual(span.parentSpanId, root.spanId, span.name)
@@ -175,4 +192,201 @@ describe("telemetry", () => {
       assert.include(grpc.stderr, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported")
       assert.strictEqual(receiver.received().length, before)
     }))
+
+  describe("an agent turn", () => {
+    const STORED = "stored-secret-value-3e7a90"
+    const API_KEY = "sk-model-api-key-77d2c1"
+
+    /** A home with the echo fixture (`skald mcp add`) and a secret-store value (`skald secret set`). */
+    const home = Effect.promise(async () => {
+      const dir = makeHome()
+      const echo = fixture("echo")
+      const added = await runSkald(["mcp", "add", "echo", "--home", dir, "--", echo.command, ...echo.args])
+      assert.strictEqual(added.status, 0, added.stderr)
+      const secret = await runSkald(["secret", "set", "PROBE_TOKEN", "--home", dir], { input: `${STORED}\n` })
+      assert.strictEqual(secret.status, 0, secret.stderr)
+      return dir
+    })
+
+    /** `skald agent run` against the stand-in: activate echo, call it with the marker and the stored secret, answer. */
+    const echoScript = [
+      ModelStandin.toolCalls([{ id: "act_1", name: "activate_tools", arguments: { groups: ["echo"] } }]),
+      ModelStandin.toolCalls([{
+        id: "call_1",
+        name: "mcp__echo__echo",
+        arguments: { message: `${MARKER} ${STORED}` }
+      }], { usage: { prompt_tokens: 40, completion_tokens: 9 } }),
+      ModelStandin.text("Echoed.", { usage: { prompt_tokens: 60, completion_tokens: 3 } })
+    ]
+    const turn = (
+      env: Record<string, string>,
+      script: ReadonlyArray<ModelStandin.Reply> = echoScript,
+      expected: { readonly status: number; readonly stdout?: string } = { status: 0, stdout: "Echoed.\n" }
+    ) =>
+      Effect.gen(function*() {
+        const receiver = yield* otlpReceiver
+        const standin = yield* ModelStandin.start(script)
+        const dir = yield* home
+        const r = yield* skald(["agent", "run", "--home", dir, "please echo"], {
+          ...json(receiver),
+          SKALD_LLM_PROVIDER: "openai",
+          SKALD_LLM_BASE_URL: standin.url,
+          SKALD_LLM_MODEL: "standin-model",
+          SKALD_LLM_API_KEY: API_KEY,
+          ...env
+        })
+        assert.strictEqual(r.status, expected.status, r.stderr)
+        if (expected.stdout !== undefined) assert.strictEqual(r.stdout, expected.stdout)
+        return receiver
+      })
+
+    it.scopedLive("invoke_agent → agent round → chat + execute_tool → tools/call, one trace; the model metrics", () =>
+      Effect.gen(function*() {
+        const receiver = yield* turn({})
+        const spans = receiver.spans()
+        const root = named(spans, "invoke_agent main")
+        assert.strictEqual(root.parentSpanId, "")
+        assert.deepInclude(root.attributes, { "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "main" })
+        assert.isString(root.attributes["gen_ai.conversation.id"])
+        assert.notProperty(root.attributes, "error.type")
+        // The turn's spans are one trace (the host's start-up, before the turn, has its own).
+        const ofTurn = spans.filter((s) => /^(agent round|chat |execute_tool |tools\/call )/.test(s.name))
+        assert.isAbove(ofTurn.length, 0)
+        for (const span of ofTurn) assert.strictEqual(span.traceId, root.traceId, span.name)
+        const rounds = spans.filter((s) => s.name === "agent round")
+        assert.deepStrictEqual(rounds.map((s) => s.attributes["skald.agent.round"]).sort(), [1, 2, 3])
+        for (const round of rounds) assert.strictEqual(round.parentSpanId, root.spanId)
+        const roundOf = (n: number) => rounds.find((s) => s.attributes["skald.agent.round"] === n)!
+
+        const chats = spans.filter((s) => s.name === "chat standin-model")
+        assert.strictEqual(chats.length, 3)
+        for (const chat of chats) {
+          assert.strictEqual(chat.kind, 3) // CLIENT
+          assert.deepInclude(chat.attributes, {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": "openai",
+            "gen_ai.request.model": "standin-model"
+          })
+          assert.isTrue(rounds.some((r) => r.spanId === chat.parentSpanId), chat.parentSpanId)
+        }
+        const second = chats.find((c) => c.parentSpanId === roundOf(2).spanId)!
+        assert.deepInclude(second.attributes, { "gen_ai.usage.input_tokens": 40, "gen_ai.usage.output_tokens": 9 })
+        assert.strictEqual(second.attributes["gen_ai.response.finish_reasons"], "[\"tool-calls\"]")
+        assert.notProperty(second.attributes, "error.type")
+
+        const activate = named(spans, "execute_tool activate_tools")
+        assert.strictEqual(activate.parentSpanId, roundOf(1).spanId)
+        const execute = named(spans, "execute_tool mcp__echo__echo")
+        assert.strictEqual(execute.parentSpanId, roundOf(2).spanId)
+        assert.deepInclude(execute.attributes, {
+          "gen_ai.operation.name": "execute_tool",
+          "gen_ai.tool.name": "mcp__echo__echo",
+          "gen_ai.tool.call.id": "call_1",
+          "skald.tool.status": "done"
+        })
+        const mcp = named(spans, "tools/call echo")
+        // Nested under it (through the manager's McpManager.call span).
+        assert.include(ancestorsOf(spans, mcp), execute.spanId)
+        // Recording is off: no argument text anywhere, nor the secrets.
+        assert.notProperty(execute.attributes, "gen_ai.tool.call.arguments")
+        assert.notProperty(execute.attributes, "gen_ai.tool.call.result")
+        noByteHas(receiver, MARKER, STORED, API_KEY)
+
+        const points = receiver.points()
+        const tokens = points.filter((p) => p.name === "gen_ai.client.token.usage")
+        for (const type of ["input", "output"]) {
+          assert.isTrue(
+            tokens.some((p) =>
+              p.attributes["gen_ai.token.type"] === type && p.attributes["gen_ai.provider.name"] === "openai" &&
+              p.attributes["gen_ai.request.model"] === "standin-model"
+            ),
+            JSON.stringify(tokens)
+          )
+        }
+        assert.isTrue(
+          points.some((p) =>
+            p.name === "gen_ai.client.operation.duration" && p.attributes["gen_ai.provider.name"] === "openai"
+          )
+        )
+        assert.isTrue(points.some((p) => p.name === "skald.agent.active_turns"))
+      }))
+
+    it.scopedLive("SKALD_OTEL_RECORD_CONTENT=true records the arguments and the result, redacted of every secret", () =>
+      Effect.gen(function*() {
+        const receiver = yield* turn({ SKALD_OTEL_RECORD_CONTENT: "true" })
+        const execute = named(receiver.spans(), "execute_tool mcp__echo__echo")
+        const args = String(execute.attributes["gen_ai.tool.call.arguments"])
+        assert.include(args, MARKER)
+        assert.include(args, "[redacted]")
+        const result = String(execute.attributes["gen_ai.tool.call.result"])
+        assert.include(result, MARKER)
+        assert.include(result, "[redacted]")
+        noByteHas(receiver, STORED, API_KEY)
+      }))
+
+    it.scopedLive("a sub-agent's turn nests under its dispatch_agent span; a failed model request has error.type", () =>
+      Effect.gen(function*() {
+        const receiver = yield* turn({}, [
+          ModelStandin.toolCalls([{ id: "d1", name: "dispatch_agent", arguments: { agent: "tic", task: "say hi" } }]),
+          ModelStandin.text("hi from tic"),
+          ModelStandin.error(400, "this request is refused")
+        ], { status: 2 })
+        const spans = receiver.spans()
+        const root = named(spans, "invoke_agent main")
+        const dispatch = named(spans, "execute_tool dispatch_agent")
+        const sub = named(spans, "invoke_agent tic")
+        // The turn failed (its TurnFailed event): the root says why; the sub-agent's turn did not fail.
+        assert.strictEqual(root.attributes["error.type"], "HttpResponseError")
+        assert.notProperty(sub.attributes, "error.type")
+        // Under it (through the tool's own DispatchAgent span).
+        assert.include(ancestorsOf(spans, sub), dispatch.spanId)
+        assert.strictEqual(sub.traceId, root.traceId)
+        assert.notStrictEqual(sub.attributes["gen_ai.conversation.id"], root.attributes["gen_ai.conversation.id"])
+        const subRound = spans.find((s) => s.name === "agent round" && s.parentSpanId === sub.spanId)
+        assert.isDefined(subRound)
+        assert.isTrue(spans.some((s) => s.name === "chat standin-model" && s.parentSpanId === subRound!.spanId))
+        // The parent's second request failed: its chat span, its round and the turn say so.
+        const failed = spans.filter((s) => s.name === "chat standin-model" && s.attributes["error.type"] !== undefined)
+        assert.strictEqual(failed.length, 1, JSON.stringify(spans.map((s) => [s.name, s.attributes["error.type"]])))
+        assert.strictEqual(failed[0]!.status.code, 2) // ERROR
+        assert.strictEqual(failed[0]!.attributes["error.type"], "HttpResponseError")
+        const round2 = spans.find((s) => s.spanId === failed[0]!.parentSpanId)!
+        assert.deepInclude(round2.attributes, { "skald.agent.round": 2, "error.type": "HttpResponseError" })
+        assert.isTrue(
+          receiver.points().some((p) =>
+            p.name === "gen_ai.client.operation.duration" && p.attributes["error.type"] === "HttpResponseError"
+          )
+        )
+      }))
+
+    it.scopedLive("the Anthropic provider's request is a chat span too, with gen_ai.provider.name anthropic", () =>
+      Effect.gen(function*() {
+        const receiver = yield* otlpReceiver
+        const standin = yield* AnthropicStandin.start([AnthropicStandin.text("Hello there.", { input: 21, output: 4 })])
+        const dir = yield* home
+        const r = yield* skald(["agent", "run", "--home", dir, "hello"], {
+          ...json(receiver),
+          SKALD_LLM_PROVIDER: "anthropic",
+          SKALD_LLM_BASE_URL: standin.url,
+          SKALD_LLM_MODEL: "claude-standin",
+          SKALD_LLM_API_KEY: API_KEY
+        })
+        assert.strictEqual(r.status, 0, r.stderr)
+        const chat = named(receiver.spans(), "chat claude-standin")
+        assert.deepInclude(chat.attributes, {
+          "gen_ai.operation.name": "chat",
+          "gen_ai.provider.name": "anthropic",
+          "gen_ai.request.model": "claude-standin",
+          "gen_ai.usage.input_tokens": 21,
+          "gen_ai.usage.output_tokens": 4
+        })
+        assert.strictEqual(chat.parentSpanId, named(receiver.spans(), "agent round").spanId)
+        assert.isTrue(
+          receiver.points().some((p) =>
+            p.name === "gen_ai.client.token.usage" && p.attributes["gen_ai.provider.name"] === "anthropic"
+          )
+        )
+        noByteHas(receiver, API_KEY)
+      }))
+  })
 })

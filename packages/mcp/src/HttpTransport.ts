@@ -695,7 +695,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       })
     )
 
-    return { server, kind: "http", send, incoming } satisfies Service
+    return { server, kind: "http", send, incoming, sessionId: () => sessionId } satisfies Service
   })
 
 /** The transport's authorization: a static key, or an OAuth session's current token. */

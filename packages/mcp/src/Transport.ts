@@ -24,6 +24,8 @@ export interface Service {
    * with the reason).
    */
   readonly send: (message: JsonRpc.Message) => void
+  /** The session the server assigned (`Mcp-Session-Id`, HTTP only), for the request spans' `mcp.session.id`. */
+  readonly sessionId?: (() => string | undefined) | undefined
   /** Incoming messages, in order. Ends with the reason the connection closed. */
   readonly incoming: Mailbox.ReadonlyMailbox<JsonRpc.Incoming, McpError.McpConnectionError>
 }

@@ -307,7 +307,11 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
         ? entry.params
         : { name: entry.toolName, arguments: entry.params, _meta: { progressToken: entry.id } }
       entry.params = undefined
-      if (entry.span !== undefined) params = Span.inject(entry.span, entry.id, params)
+      if (entry.span !== undefined) {
+        params = Span.inject(entry.span, entry.id, params)
+        const session = transport.sessionId?.()
+        if (session !== undefined) entry.span.attribute("mcp.session.id", session)
+      }
       transport.send(JsonRpc.request(entry.id, entry.method, params))
     }
 

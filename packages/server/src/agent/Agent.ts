@@ -34,6 +34,7 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
@@ -43,17 +44,20 @@ import { fileURLToPath } from "node:url"
 import type { CorruptRow, DatabaseError } from "../host/HostError.js"
 import { McpManager } from "../host/McpManager.js"
 import type { McpServerRepo } from "../host/McpServerRepo.js"
+import * as Redactor from "../host/Redactor.js"
 import type { Registration } from "../host/Registration.js"
-import type { SecretStore } from "../host/SecretStore.js"
+import { SecretStore } from "../host/SecretStore.js"
 import * as Approvals from "../inbox/Approvals.js"
 import * as Catalog from "./Catalog.js"
 import { ChatStore, type Session } from "./ChatStore.js"
 import { Grants, type Scope as GrantScope, sessionScope } from "./Grants.js"
 import * as History from "./History.js"
 import * as JsonSchemaTool from "./llm/JsonSchemaTool.js"
+import * as ModelSettings from "./llm/ModelSettings.js"
 import * as StreamParts from "./llm/StreamParts.js"
 import * as ToolNames from "./llm/ToolNames.js"
 import * as McpList from "./McpList.js"
+import * as AgentTelemetry from "./Telemetry.js"
 import * as ActivateTools from "./tools/ActivateTools.js"
 import * as ConfigTools from "./tools/ConfigTools.js"
 import * as DispatchAgent from "./tools/DispatchAgent.js"
@@ -201,6 +205,32 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
       /** Detached turns' logs by session, oldest first (TurnLog.ts). */
       const logs = new Map<string, TurnLog.TurnLog>()
       const agentScope = yield* Effect.scope
+      // SKALD_OTEL_RECORD_CONTENT (agent/Telemetry.ts): the redaction of recorded content, built
+      // per tool call from every secret-store value and the model's api key (read anew: a secret
+      // set while the host runs is redacted too); undefined when recording is off.
+      const recording = yield* AgentTelemetry.recordContent
+      const contentRedactor: Effect.Effect<((text: string) => string) | undefined> = recording
+        ? Effect.gen(function*() {
+          const secrets = yield* SecretStore
+          const values: Array<Redacted.Redacted<string> | string> = []
+          for (const name of yield* secrets.list) {
+            const value = yield* secrets.get(name)
+            if (Option.isSome(value)) values.push(value.value)
+          }
+          const apiKey = yield* Config.option(Config.redacted(ModelSettings.API_KEY_SECRET))
+          if (Option.isSome(apiKey)) values.push(apiKey.value)
+          const settings = yield* Effect.serviceOption(ModelSettings.ModelSettings)
+          if (Option.isSome(settings)) {
+            const resolved = yield* Effect.option(settings.value.resolve)
+            if (Option.isSome(resolved) && resolved.value.apiKey !== undefined) values.push(resolved.value.apiKey)
+          }
+          return Redactor.make(values).redact
+        }).pipe(
+          Effect.provide(services),
+          // Content that could not be redacted is not recorded at all.
+          Effect.orElseSucceed(() => () => "[not recorded: the secrets to redact could not be read]")
+        )
+        : Effect.succeed(undefined)
 
       /** The agent's system prompt. */
       const systemPrompt = (agent: string) =>
@@ -305,39 +335,49 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
           Effect.gen(function*() {
             yield* emit(TurnEvent.ToolStarted.make({ callId: call.callId, name: call.name, arguments: call.arguments }))
             // The approval gate (inbox/Approvals.ts): waiting for a person is interruptible (a stop
-            // withdraws the item); a refused call does not run and is recorded `denied`.
+            // withdraws the item); a refused call does not run and is recorded `denied`. The tool's span
+            // (agent/Telemetry.ts) covers the wait and the run.
             const gate = gated(call, frame, round)
-            const exit = yield* restore(Effect.flatMap(gate, (gate): Effect.Effect<Finished, unknown> =>
-              gate._tag === "Denied"
-                ? Effect.succeed({
-                  status: "denied" as const,
-                  result: Approvals.deniedResult(call, gate),
-                  resultType: "string" as const,
-                  truncated: false
-                })
-                : (round.builtins.has(call.name)
-                  ? Effect.map(builtin(call, frame, round), (text): ToolResult.ToolResult =>
-                    ToolResult.TextResult.make({ text }))
-                  : manager.call(call.name, call.arguments as McpClient.JsonObject) as Effect.Effect<
-                    ToolResult.ToolResult,
-                    unknown
-                  >).pipe(
-                    Effect.map((result) =>
-                      ToolResult.isError(result)
-                        // The tool's own report of a failure: recorded `error`, marked for the model.
-                        ? {
-                          status: "error" as const,
-                          ...History.capResult(
-                            ToolResult.TextResult.make({ text: History.TOOL_ERROR_PREFIX + ToolResult.toWire(result) }),
-                            resultCap
-                          )
-                        }
-                        : { status: "done" as const, ...History.capResult(result, resultCap) }
-                    )
-                  ))).pipe(Effect.exit)
+            const exit = yield* restore(
+              AgentTelemetry.tool(
+                call,
+                contentRedactor,
+                Effect.flatMap(gate, (gate): Effect.Effect<Finished, unknown> =>
+                  gate._tag === "Denied"
+                    ? Effect.succeed({
+                      status: "denied" as const,
+                      result: Approvals.deniedResult(call, gate),
+                      resultType: "string" as const,
+                      truncated: false
+                    })
+                    : (round.builtins.has(call.name)
+                      ? Effect.map(
+                        builtin(call, frame, round),
+                        (text): ToolResult.ToolResult => ToolResult.TextResult.make({ text })
+                      )
+                      : manager.call(call.name, call.arguments as McpClient.JsonObject) as Effect.Effect<
+                        ToolResult.ToolResult,
+                        unknown
+                      >).pipe(
+                        Effect.map((result) =>
+                          ToolResult.isError(result)
+                            // The tool's own report of a failure: recorded `error`, marked for the model.
+                            ? {
+                              status: "error" as const,
+                              ...History.capResult(
+                                ToolResult.TextResult.make({
+                                  text: History.TOOL_ERROR_PREFIX + ToolResult.toWire(result)
+                                }),
+                                resultCap
+                              )
+                            }
+                            : { status: "done" as const, ...History.capResult(result, resultCap) }
+                        )
+                      ))
+              )
+            ).pipe(Effect.exit)
             const outcome = Exit.match(exit, {
-              onSuccess: (done) =>
-                done,
+              onSuccess: (done) => done,
               onFailure: (cause) =>
                 Cause.isInterruptedOnly(cause)
                   ? {
@@ -424,7 +464,12 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
           const sub = yield* store.createSession({ agent: frame.agent, title: titleOf(frame.task) })
           yield* store.append(sub.id, { role: "user", text: frame.task, calls: [] })
           const kept: Kept = { text: "", finished: [], cancelled: [] }
-          const end = yield* rounds(sub.id, prompt, [History.user(frame.task)], () => Effect.void, kept, frame)
+          const end = yield* AgentTelemetry.turn(
+            sub.id,
+            frame.agent,
+            false,
+            rounds(sub.id, prompt, [History.user(frame.task)], () => Effect.void, kept, frame)
+          )
           return end.note === undefined ? end.text : `${end.text}\n\n(${end.note})`
         })
 
@@ -436,8 +481,9 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
         emit: (event: TurnEvent.TurnEvent) => Effect.Effect<void>,
         kept: Kept,
         frame: Frame
-      ): Effect.Effect<TurnEvent.TurnDone, unknown> =>
-        Effect.gen(function*() {
+      ): Effect.Effect<TurnEvent.TurnDone, unknown> => {
+        const spans = AgentTelemetry.rounds()
+        return Effect.gen(function*() {
           let inputTokens = 0
           let outputTokens = 0
           const usage = () => TurnEvent.Usage.make({ inputTokens, outputTokens })
@@ -449,6 +495,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
           let sent: Array<Prompt.Message> = []
           let sentKey: string | undefined = undefined
           for (let round = 1; round <= maxRounds; round++) {
+            yield* spans.next(round)
             const { mcpNames, names, namesKey, round: catalog, tools } = yield* toolkitOf(frame)
             if (namesKey !== sentKey) {
               sent = []
@@ -474,7 +521,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             // keeps either the partial message (below) or the whole one.
             const persisted = yield* Effect.uninterruptibleMask((restore) =>
               Effect.gen(function*() {
-                const streamExit = yield* restore(
+                const streamExit = yield* restore(spans.under(
                   Stream.runForEach(stream, (part) => {
                     switch (part.type) {
                       case "text-delta":
@@ -499,7 +546,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
                         return Effect.void
                     }
                   })
-                ).pipe(Effect.exit)
+                )).pipe(Effect.exit)
                 const assistant = History.assistant(kept.text, streamed)
                 if (Exit.isFailure(streamExit) && !Cause.isInterruptedOnly(streamExit.cause)) {
                   const malformed = malformedOf(streamExit.cause)
@@ -544,11 +591,11 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             if (persisted === undefined || persisted.row.calls.length === 0) {
               return TurnEvent.TurnDone.make({ text, usage: usage(), rounds: round })
             }
-            const results = yield* Effect.forEach(
+            const results = yield* spans.under(Effect.forEach(
               persisted.row.calls,
               (call) => runCall(emit, persisted.id, call, kept, frame, catalog),
               { concurrency }
-            ).pipe(
+            )).pipe(
               // A call interrupted before it began (queued behind the bound, or not yet forked) has
               // recorded nothing: it is cancelled here, so no call stays `running`.
               Effect.onInterrupt(() =>
@@ -569,7 +616,8 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             note: `The turn ended after ${maxRounds} model rounds (the round limit) while the model was still ` +
               "calling tools; every result so far is kept. Send another message to let it go on."
           })
-        })
+        }).pipe(spans.close)
+      }
 
       const turn = (
         session: Session,
@@ -604,14 +652,16 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             }))
           }
           const failure = Cause.failureOption(exit.cause)
+          const errorTag = Option.match(failure, {
+            onNone: () => "Defect",
+            onSome: (e) => (e as { _tag?: string })._tag ?? "Error"
+          })
+          yield* AgentTelemetry.turnFailed(errorTag)
           return yield* emit(TurnEvent.TurnFailed.make({
             message: `the turn failed: ${failureText(exit.cause)}`,
-            errorTag: Option.match(failure, {
-              onNone: () => "Defect",
-              onSome: (e) => (e as { _tag?: string })._tag ?? "Error"
-            })
+            errorTag
           }))
-        }).pipe(Effect.withSpan("Agent.turn", { attributes: { "chat.session": session.id } }))
+        }).pipe((body) => AgentTelemetry.turn(session.id, session.agent, true, body))
 
       /** The turn's events; the stream fails only when the turn cannot begin. Interrupting it stops the turn. */
       const run = (input: RunInput): Stream.Stream<TurnEvent.TurnEvent, RunError> =>
@@ -662,8 +712,11 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
         // Claimed and forked without a gap a caller's interruption could fall into; the turn itself is interruptible (stop).
         yield* Effect.uninterruptibleMask((restore) =>
           Effect.gen(function*() {
-            const claimed = yield* Ref.modify(running, (map): [boolean, ReadonlyMap<string, Running>] =>
-              map.has(chat.id) ? [false, map] : [true, new Map(map).set(chat.id, entry)])
+            const claimed = yield* Ref.modify(
+              running,
+              (map): [boolean, ReadonlyMap<string, Running>] =>
+                map.has(chat.id) ? [false, map] : [true, new Map(map).set(chat.id, entry)]
+            )
             if (!claimed) {
               return yield* new SessionBusy({ sessionId: chat.id })
             }

@@ -295,7 +295,7 @@ export const make = Effect.fn("Anthropic.make")(function*(options: Options) {
       )
     })
   }
-  return StreamParts.withStreamParts(service, streamParts)
+  return StreamParts.withStreamParts(service, streamParts, { provider: "anthropic", model: options.model })
 })
 
 /** `LanguageModel.LanguageModel` from Anthropic, needing an `HttpClient`. */

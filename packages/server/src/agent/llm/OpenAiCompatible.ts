@@ -408,7 +408,10 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
         )
     })
     // The turn loop reads these parts as they are built (StreamParts.ts), without @effect/ai's decode.
-    return StreamParts.withStreamParts(service, (providerOptions) => stream("streamText", providerOptions))
+    return StreamParts.withStreamParts(service, (providerOptions) => stream("streamText", providerOptions), {
+      provider: "openai",
+      model: options.model
+    })
   })
 
 /** The `LanguageModel` layer for `options`. */

@@ -22,9 +22,14 @@ import type * as Prompt from "@effect/ai/Prompt"
 import type * as Response from "@effect/ai/Response"
 import type * as Tool from "@effect/ai/Tool"
 import type * as Toolkit from "@effect/ai/Toolkit"
+import * as Span from "@skald/mcp/internal/span"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import type * as Tracer from "effect/Tracer"
+import * as Telemetry from "../Telemetry.js"
 
 /** What the loop asks: the prompt (already built values) and the tools offered. */
 export interface Request {
@@ -47,18 +52,26 @@ interface WithStreamParts {
 /**
  * `service` with its raw parts attached; `streamParts` gets the provider options `streamText`
  * would give (text response, `auto` tool choice, a span) and returns the provider's parts. The
- * offered tools' names are checked here, and the tracer's span is made per request.
+ * offered tools' names are checked here, and the tracer's span is made per request: with `info`
+ * and an installed tracer, the GenAI conventions' `chat <model>` span with the usage, and the
+ * model metrics (agent/Telemetry.ts).
  */
 export const withStreamParts = (
   service: LanguageModel.Service,
   streamParts: (
     options: LanguageModel.ProviderOptions
-  ) => Stream.Stream<Response.StreamPartEncoded, AiError.AiError, IdGenerator.IdGenerator>
+  ) => Stream.Stream<Response.StreamPartEncoded, AiError.AiError, IdGenerator.IdGenerator>,
+  info?: Telemetry.ModelInfo
 ): LanguageModel.Service => {
   const raw: StreamParts = (request) =>
-    Effect.map(
-      Effect.makeSpanScoped("LanguageModel.streamParts", { captureStackTrace: false }),
-      (span) =>
+    Effect.withFiberRuntime<
+      Stream.Stream<Response.StreamPartEncoded, AiError.AiError, IdGenerator.IdGenerator>,
+      never,
+      Scope.Scope
+    >((fiber) => {
+      // Under an installed tracer: the conventions' `chat <model>` client span, its usage and the
+      // model metrics (agent/Telemetry.ts); the built-in tracer's span otherwise, as before.
+      const parts = (span: Tracer.Span) =>
         streamParts({
           prompt: request.prompt,
           tools: request.tools,
@@ -66,7 +79,30 @@ export const withStreamParts = (
           responseFormat: { type: "text" },
           span
         }).pipe(checked(request.tools))
-    ).pipe(
+      if (info === undefined || !Span.isTraced(fiber)) {
+        return Effect.map(Effect.makeSpanScoped("LanguageModel.streamParts", { captureStackTrace: false }), parts)
+      }
+      // One finalizer tells the span the outcome (error.type), records the metrics and ends it.
+      return Effect.map(
+        Effect.acquireRelease(
+          Effect.flatMap(Clock.currentTimeNanos, (started) =>
+            Effect.map(
+              Effect.makeSpan(`chat ${info.model}`, {
+                kind: "client",
+                captureStackTrace: false,
+                attributes: Telemetry.chatAttributes(info)
+              }),
+              (span) => ({ span, observer: Telemetry.chatObserver(info, span, started) })
+            )),
+          ({ observer, span }, exit) =>
+            Effect.zipRight(
+              observer.end(exit),
+              Effect.map(Clock.currentTimeNanos, (now) => span.end(now, exit))
+            )
+        ),
+        ({ observer, span }) => Stream.tap(parts(span), (part) => Effect.sync(() => observer.observe(part)))
+      )
+    }).pipe(
       Stream.unwrapScoped,
       Stream.provideServiceEffect(
         IdGenerator.IdGenerator,

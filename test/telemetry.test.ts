@@ -227,7 +227,7 @@ describe("telemetry", () => {
         const receiver = yield* otlpReceiver
         const standin = yield* ModelStandin.start(script)
         const dir = yield* home
-        const r = yield* skald(["agent", "run", "--home", dir, "please echo"], {
+        const r = yield* skald(["agent", "run", "--home", dir, "--approve", "allow", "please echo"], {
           ...json(receiver),
           SKALD_LLM_PROVIDER: "openai",
           SKALD_LLM_BASE_URL: standin.url,
@@ -364,7 +364,7 @@ describe("telemetry", () => {
         const receiver = yield* otlpReceiver
         const standin = yield* AnthropicStandin.start([AnthropicStandin.text("Hello there.", { input: 21, output: 4 })])
         const dir = yield* home
-        const r = yield* skald(["agent", "run", "--home", dir, "hello"], {
+        const r = yield* skald(["agent", "run", "--home", dir, "--approve", "allow", "hello"], {
           ...json(receiver),
           SKALD_LLM_PROVIDER: "anthropic",
           SKALD_LLM_BASE_URL: standin.url,

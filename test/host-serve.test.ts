@@ -80,15 +80,21 @@ describe("the media endpoint", () => {
         "/api/mcp-media/" + encodeURIComponent(match![2]!).replace(".", "%2e"),
         "/api/mcp-media/does-not-exist.png",
         "/api/mcp-media/",
-        "/api/mcp-media/.png",
-        "/etc/passwd",
-        "/"
+        "/api/mcp-media/.png"
       ]
       for (const path of refused) {
         const r = yield* Effect.promise(() => rawGet(base, path))
         assert.strictEqual(r.status, 404, path)
         assert.notInclude(r.body.toString(), "not yours", path)
         assert.notInclude(r.body.toString(), "nested", path)
+      }
+      // Outside /api the web UI answers (http/WebStatic.ts): its page for an app path, never a file
+      // of the machine.
+      for (const path of ["/etc/passwd", "/"]) {
+        const r = yield* Effect.promise(() => rawGet(base, path))
+        assert.strictEqual(r.status, 200, path)
+        assert.include(r.type ?? "", "text/html", path)
+        assert.notInclude(r.body.toString(), "root:", path)
       }
     }))
 

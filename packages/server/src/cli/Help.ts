@@ -273,12 +273,14 @@ export const render = (node: Node, width: number, version: string, colour = fals
     const termWidth = Math.min(24, Math.max(...rows.map(([t]) => t.length)))
     out.push(
       `${title(name)}:\n` + rows.map(([term, said]) => {
-        if (said.length === 0) return `  ${term}`
+        // A term wider than the page (an option with long choices) wraps at its spaces.
+        const long = `  ${wrap(term, width, 4).slice(4)}`
+        if (said.length === 0) return long
         if (term.length <= termWidth && width - termWidth - 4 >= 30) {
           const body = wrap(said, width, termWidth + 4).slice(termWidth + 4)
           return `  ${term.padEnd(termWidth)}  ${body}`
         }
-        return `  ${term}\n${wrap(said, width, 6)}`
+        return `${long}\n${wrap(said, width, 6)}`
       }).join("\n")
     )
   }

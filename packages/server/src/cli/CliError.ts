@@ -68,7 +68,8 @@ export const hintFor = (error: unknown): string | undefined => {
     case "ListenFailed":
       return "skald: set SKALD_PORT (0 picks a free port) or SKALD_HOST to listen elsewhere"
     case "NonLoopbackBind":
-      return "skald: `skald serve` listens on SKALD_HOST (default 127.0.0.1)"
+      return "skald: give the token with --token or SKALD_TOKEN (clients present the same one); `skald serve` " +
+        "listens on SKALD_HOST (default 127.0.0.1)"
     case "McpHttpError": {
       // An OAuth server's login expired, is missing or failed: log in (again); no api key is involved.
       const oauth = (error as { readonly oauth?: unknown }).oauth

@@ -245,9 +245,9 @@ export class NonLoopbackBind extends Schema.TaggedError<NonLoopbackBind>("@skald
   { host: Schema.String }
 ) {
   override get message(): string {
-    return `refusing to listen on ${this.host}: a non-loopback address needs an access token (set SKALD_TOKEN ` +
-      "to a random value of at least 16 letters, digits, '.', '_', '~' or '-'), or listen on a loopback " +
-      "address (127.0.0.1, the default, or ::1)"
+    return `refusing to listen on ${this.host}: a non-loopback address needs an access token (a random value ` +
+      "of at least 16 letters, digits, '.', '_', '~' or '-'), or listen on a loopback address (127.0.0.1, the " +
+      "default, or ::1)"
   }
 }
 

@@ -165,6 +165,38 @@ describe("skald inbox through the running host", () => {
     180_000
   )
 
+  it.scopedLive(
+    "a host with an access token: the token from SKALD_TOKEN or --token is presented; none is refused",
+    () =>
+      Effect.gen(function*() {
+        const token = "inbox-token-0123456789abcdef"
+        const home = makeHome()
+        const host = yield* Effect.acquireRelease(
+          Effect.promise(() => startServe(home, { SKALD_TOKEN: token })),
+          (s) => Effect.promise(() => stopProcess(s.child))
+        )
+        const address = Path.join(home, "data", "host.json")
+        yield* eventuallyEffect(
+          Effect.sync(() => Fs.existsSync(address)),
+          (ok) => ok,
+          "the host's address",
+          "60 seconds"
+        )
+        assert.notInclude(Fs.readFileSync(address, "utf8"), token)
+        const without = yield* Effect.promise(() => runSkald(["inbox", "--home", home], { env: { SKALD_TOKEN: "" } }))
+        assert.strictEqual(without.status, 2)
+        assert.include(without.stderr, `the host at ${host.url} did not take the connection`)
+        const fromEnv = yield* Effect.promise(() =>
+          runSkald(["inbox", "--home", home], { env: { SKALD_TOKEN: token } })
+        )
+        assert.deepStrictEqual([fromEnv.status, fromEnv.stdout], [0, ""], fromEnv.stderr)
+        const fromFlag = yield* Effect.promise(() =>
+          runSkald(["inbox", "--json", "--home", home, "--token", token], { env: { SKALD_TOKEN: "" } })
+        )
+        assert.deepStrictEqual([fromFlag.status, JSON.parse(fromFlag.stdout)], [0, []], fromFlag.stderr)
+      }),
+    60_000
+  )
   it.live(
     "no host for the home (none ever, or a dead one's record): exit 2 saying skald serve is not running",
     () =>

@@ -4,7 +4,8 @@
  * events, registration; HostServices.ts), the HTTP endpoints, the first run's demo server, the
  * inbox (its servers' elicitations go there), the MCP manager over all of them, and the RPC server at
  * `/rpc` (rpc/RpcServer.ts: the agent, built on first use from the model settings, the inbox, MCP
- * administration, the host's settings). `skald serve` (cli/ServeHandler.ts) provides this layer and waits;
+ * administration, the host's settings), recorded in the home once it answers (host/HostAddress.ts) so
+ * the home's CLI reaches it. `skald serve` (cli/ServeHandler.ts) provides this layer and waits;
  * closing it stops every server.
  *
  * The order is part of the contract: the HTTP endpoint listens first, so a taken port stops the
@@ -29,6 +30,7 @@ import { ChatStore } from "./agent/ChatStore.js"
 import { ModelSettings } from "./agent/llm/ModelSettings.js"
 import * as AppMetaRepo from "./host/AppMetaRepo.js"
 import * as FirstRun from "./host/FirstRun.js"
+import * as HostAddress from "./host/HostAddress.js"
 import * as HostServices from "./host/HostServices.js"
 import * as HttpEndpoints from "./host/HttpEndpoints.js"
 import * as McpManager from "./host/McpManager.js"
@@ -108,7 +110,10 @@ export const layer = (options: Options) =>
       }))
     )
     const rpc = Layer.scopedDiscard(
-      Effect.flatMap(RpcServer.httpApp(options.token), (app) => Deferred.succeed(rpcApp, app))
+      Effect.flatMap(RpcServer.httpApp(options.token), (app) => Deferred.succeed(rpcApp, app)).pipe(
+        // Once /rpc answers, the home's clients can find the host (data/host.json, removed on exit).
+        Effect.zipRight(Effect.flatMap(Deferred.await(listening), HostAddress.record))
+      )
     ).pipe(
       Layer.provide(RpcServer.handlers),
       Layer.provide(Layer.mergeAll(AgentSource.layerFromSettings(options.agent), info)),

@@ -79,7 +79,15 @@ const approveOption = Options.choice("approve", ["ask", "allow", "deny"] as cons
   Options.optional
 )
 
+const verboseOption = Options.boolean("verbose").pipe(
+  Options.withAlias("v"),
+  Options.withDescription(
+    "Say on stderr where the turn runs: via the running host (`skald serve` of the home) or in this process."
+  )
+)
+
 const runConfig = {
+  verbose: verboseOption,
   session: sessionOption,
   agent: agentOption,
   approve: approveOption,
@@ -102,6 +110,9 @@ const run = Command.make("run", runConfig, Lazy.handler(load, (m) => m.run)).pip
       "terminal, or, by --approve, run (allow) or are refused (deny, the default without a terminal: " +
       "stderr names each refused call and how to allow it).",
       "The model: `skald model set` or SKALD_LLM_PROVIDER, SKALD_LLM_BASE_URL, SKALD_LLM_MODEL, SKALD_LLM_API_KEY.",
+      "When `skald serve` runs for the home, the turn runs there, over its RPC (its servers, rules and inbox; " +
+      "SKALD_TOKEN: its access token): --approve answers this session's approvals, and a server's question " +
+      "waits in the host's inbox (`skald inbox`) unless a terminal can ask it. Else it runs in this process.",
       "Exit status 0 done, 2 failed, 130 after Ctrl-C has stopped the turn (what was done is kept)."
     ],
     usage: ["skald agent run [options] MESSAGE"],
@@ -124,7 +135,13 @@ export const agent = Command.make("agent").pipe(
   Command.withSubcommands([run])
 )
 
-const chatConfig = { session: sessionOption, agent: agentOption, approve: approveOption, home: Host.home }
+const chatConfig = {
+  verbose: verboseOption,
+  session: sessionOption,
+  agent: agentOption,
+  approve: approveOption,
+  home: Host.home
+}
 
 /** What `skald chat` parsed. */
 export type ChatArgs = Command.Command.ParseConfig<typeof chatConfig>
@@ -137,7 +154,8 @@ export const chat = Command.make("chat", chatConfig, Lazy.handler(load, (m) => m
       "On a terminal: Ctrl-C stops the running turn; Ctrl-C at the prompt, a second Ctrl-C, or Ctrl-D exits.",
       "A tool call that needs approval asks inline: y (run it), n (refuse it), a (always: run it and allow the tool " +
       "from now on). Without a terminal (or with --approve allow|deny) nobody is asked: --approve decides (default deny).",
-      "Without a terminal: one message per line of stdin, each a turn of the same session."
+      "Without a terminal: one message per line of stdin, each a turn of the same session.",
+      "When `skald serve` runs for the home, the turns run there, over its RPC; else in this process (--verbose says which)."
     ],
     usage: ["skald chat [options]"],
     examples: ["skald chat", "skald chat --session 5b1c…", "echo 'hello' | skald chat"]

@@ -2,10 +2,10 @@
  * What `skald agent run`, `skald chat` and `skald sessions list|show|rm` do (their options and help
  * are in AgentCommands.ts; this module is loaded when one of them runs, see Lazy.ts).
  *
- * `agent run` and `chat` run the agent in this process: the home's database and secrets, a guest
- * manager connecting the enabled servers (it claims nothing of the home, so a running `skald serve`
- * is not disturbed), the model from the settings (agent/llm/Model.ts), the turn loop. The rules are
- * the Agent's; this module prints its events.
+ * `agent run` and `chat` run through the home's running `skald serve` when there is one, over its
+ * RPC (AgentViaHost.ts); else the agent runs in this process: the home's database and secrets, a guest
+ * manager connecting the enabled servers, the model from the settings (agent/llm/Model.ts), the
+ * turn loop. The rules are the Agent's (or the host's); this module prints its events.
  *
  * @since 0.1.0
  */
@@ -17,6 +17,7 @@ import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Readline from "node:readline"
 import { Agent, type RunInput } from "../agent/Agent.js"
@@ -27,6 +28,7 @@ import * as McpManager from "../host/McpManager.js"
 import * as Approvals from "../inbox/Approvals.js"
 import { Inbox } from "../inbox/Inbox.js"
 import type * as AgentCommands from "./AgentCommands.js"
+import * as AgentViaHost from "./AgentViaHost.js"
 import * as ApprovalPrompt from "./ApprovalPrompt.js"
 import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
 import * as Elicit from "./Elicit.js"
@@ -191,17 +193,43 @@ const runTurn = <E, R>(input: RunInput, onEvent: (event: TurnEvent.TurnEvent) =>
     )
   }).pipe(Effect.scoped)
 
-/** `skald agent run`. */
-export const run = ({ agent, approve, home, json, message, session }: AgentCommands.RunArgs) => {
-  const mode = approvalMode(approve)
-  return Effect.gen(function*() {
-    // Elicitations: asked on the terminal, or declined (with a note) when stdin is not one.
-    yield* InboxPrompt.start(process.stdin.isTTY === true ? Elicit.terminal : InboxPrompt.declining)
-    yield* awaitServers
+/** How a turn is run: by the agent in this process (`runTurn`), or over the host's RPC (AgentViaHost.ts). */
+type Turn<R> = (input: RunInput, onEvent: (event: TurnEvent.TurnEvent) => Effect.Effect<void>) => Effect.Effect<
+  void,
+  unknown,
+  R
+>
+
+/** Where the turns run: the running host of the home (said on stderr), else this process (said with --verbose). */
+const where = <A, E, R>(
+  args: { readonly home: Option.Option<string>; readonly verbose: boolean },
+  inProcess: Effect.Effect<A, E, R>,
+  viaHost: (host: Effect.Effect.Success<ReturnType<typeof AgentViaHost.connect>>) => Effect.Effect<A, E, Scope.Scope>
+) =>
+  Effect.flatMap(
+    AgentViaHost.find(args.home),
+    Option.match({
+      onNone: () =>
+        Effect.zipRight(
+          args.verbose ? stderr("skald: in this process (no `skald serve` runs for this home)") : Effect.void,
+          inProcess
+        ),
+      onSome: (url) =>
+        Effect.gen(function*() {
+          const host = yield* AgentViaHost.connect(url)
+          yield* stderr(`skald: via the host at ${url}`)
+          return yield* viaHost(host)
+        }).pipe(Effect.scoped)
+    })
+  )
+
+/** The events of `agent run`'s turn, printed. */
+const runEvents = <R>({ json, message, session, agent }: AgentCommands.RunArgs, mode: Approvals.Mode, turn: Turn<R>) =>
+  Effect.gen(function*() {
     const started = new Map<string, unknown>()
     const denied: Array<string> = []
     let end: TurnEvent.TurnEvent | undefined
-    yield* runTurn({
+    yield* turn({
       message,
       sessionId: Option.getOrUndefined(session),
       agent: Option.getOrUndefined(agent)
@@ -235,7 +263,28 @@ export const run = ({ agent, approve, home, json, message, session }: AgentComma
       if (!json) yield* stdout(end.text)
       if (!json && end.note !== undefined) yield* stderr(`skald: ${end.note}`)
     }
-  }).pipe(Effect.scoped, Effect.provide(agentLayer(home, mode)), reportFailures)
+  })
+
+/** `skald agent run`. */
+export const run = (args: AgentCommands.RunArgs) => {
+  const mode = approvalMode(args.approve)
+  const tty = process.stdin.isTTY === true
+  return where(
+    args,
+    Effect.gen(function*() {
+      // Elicitations: asked on the terminal, or declined (with a note) when stdin is not one.
+      yield* InboxPrompt.start(tty ? Elicit.terminal : InboxPrompt.declining)
+      yield* awaitServers
+      yield* runEvents(args, mode, runTurn)
+    }).pipe(Effect.scoped, Effect.provide(agentLayer(args.home, mode))),
+    (host) =>
+      Effect.gen(function*() {
+        // This session's approvals by --approve; a server's question asked here on a terminal, else left in the inbox.
+        yield* host.answerApprovals(mode)
+        yield* tty ? InboxPrompt.startOn(host.source, Elicit.terminal) : host.noteElicitations
+        yield* runEvents(args, mode, host.turn)
+      })
+  ).pipe(reportFailures)
 }
 
 /** A value as pretty JSON when it is JSON (or a string holding JSON), else as it is. */
@@ -272,15 +321,18 @@ const chatText = (event: TurnEvent.TurnEvent, sessionGiven: boolean): string | u
 
 const write = (text: string) => Effect.sync(() => void process.stdout.write(text))
 
-/** `skald chat`. */
-export const chat = ({ agent, approve, home, session }: AgentCommands.ChatArgs) =>
+/** `skald chat` with its turns run by `runOne` and its questions answered by `prompts`. */
+const chatWith = <R, R2>(
+  { agent, session }: AgentCommands.ChatArgs,
+  runOne: Turn<R>,
+  prompts: (tty: Terminal | undefined) => Effect.Effect<void, never, Scope.Scope | R2>
+) =>
   Effect.gen(function*() {
-    yield* awaitServers
     const current = yield* Ref.make<string | undefined>(Option.getOrUndefined(session))
     const turn = (message: string) =>
       Effect.gen(function*() {
         const sessionId = yield* Ref.get(current)
-        yield* runTurn(
+        yield* runOne(
           { message, sessionId, agent: Option.getOrUndefined(agent) },
           (event) =>
             Effect.zipRight(
@@ -296,14 +348,11 @@ export const chat = ({ agent, approve, home, session }: AgentCommands.ChatArgs) 
       })
     if (process.stdin.isTTY === true) {
       const terminal: Terminal = { suspend: () => {}, resume: () => {} }
-      yield* InboxPrompt.start(Elicit.terminal, {
-        before: Effect.sync(() => terminal.suspend()),
-        after: Effect.sync(() => terminal.resume())
-      })
+      yield* prompts(terminal)
       return yield* tty(turn, Ref.get(current), terminal)
     }
-    // Without a terminal: one message per line; elicitations are declined (with a note).
-    yield* InboxPrompt.start(InboxPrompt.declining)
+    // Without a terminal: one message per line.
+    yield* prompts(undefined)
     const lines = Readline.createInterface({ input: process.stdin, crlfDelay: Infinity, terminal: false })
     yield* Effect.addFinalizer(() => Effect.sync(() => lines.close()))
     yield* Stream.fromAsyncIterable(lines, (e) => new UsageError({ message: `could not read stdin: ${String(e)}` }))
@@ -311,7 +360,38 @@ export const chat = ({ agent, approve, home, session }: AgentCommands.ChatArgs) 
         Stream.filter((line) => line.trim().length > 0),
         Stream.runForEach(turn)
       )
-  }).pipe(Effect.scoped, Effect.provide(agentLayer(home, approvalMode(approve))), reportFailures)
+  }).pipe(Effect.scoped)
+
+/** The hooks that let the REPL give the terminal to a question and take it back. */
+const hooksOf = (terminal: Terminal): InboxPrompt.Hooks => ({
+  before: Effect.sync(() => terminal.suspend()),
+  after: Effect.sync(() => terminal.resume())
+})
+
+/** `skald chat`. */
+export const chat = (args: AgentCommands.ChatArgs) => {
+  const mode = approvalMode(args.approve)
+  return where(
+    args,
+    Effect.zipRight(
+      awaitServers,
+      // Elicitations asked on the terminal; without one they are declined (with a note).
+      chatWith(args, runTurn, (terminal) =>
+        terminal === undefined
+          ? InboxPrompt.start(InboxPrompt.declining)
+          : InboxPrompt.start(Elicit.terminal, hooksOf(terminal)))
+    ).pipe(Effect.provide(agentLayer(args.home, mode))),
+    (host) =>
+      chatWith(args, host.turn, (terminal) =>
+        Effect.zipRight(
+          host.answerApprovals(mode),
+          // This session's approvals (inline on a terminal), its servers' questions: asked here, else left in the inbox.
+          terminal === undefined
+            ? host.noteElicitations
+            : InboxPrompt.startOn(host.source, Elicit.terminal, hooksOf(terminal))
+        ))
+  ).pipe(reportFailures)
+}
 
 /** How the REPL lets go of the terminal while an inbox question is asked, and takes it back. */
 interface Terminal {

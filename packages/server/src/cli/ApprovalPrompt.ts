@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as FiberMap from "effect/FiberMap"
 import * as Stream from "effect/Stream"
 import { Inbox } from "../inbox/Inbox.js"
+import type * as InboxPrompt from "./InboxPrompt.js"
 import { terminal } from "./TerminalLock.js"
 
 /** The question for an approval. */
@@ -79,7 +80,7 @@ const readAnswer = (prompt: string): Effect.Effect<string | undefined> =>
   })
 
 /** Asks one approval until it gets an answer, and gives it to the inbox. */
-const askOne = (inbox: Inbox, item: InboxItem.Approval) =>
+const askOne = (inbox: InboxPrompt.Source, item: InboxItem.Approval) =>
   Effect.gen(function*() {
     let answer: InboxItem.InboxAnswer | undefined = undefined
     let prompt = question(item)
@@ -96,17 +97,20 @@ const askOne = (inbox: Inbox, item: InboxItem.Approval) =>
  * Only one question is on the terminal at a time (elicitations included: TerminalLock.ts); the
  * others wait their turn.
  */
-export const onTerminal = Effect.gen(function*() {
-  const inbox = yield* Inbox
-  const questions = yield* FiberMap.make<string>()
-  yield* inbox.watch.pipe(
-    Stream.runForEach((change) => {
-      if (change._tag === "ItemResolved") return FiberMap.remove(questions, change.id)
-      const item = change.item
-      return item._tag === "Approval"
-        ? FiberMap.run(questions, item.id, terminal.withPermits(1)(askOne(inbox, item)), { onlyIfMissing: true })
-        : Effect.void
-    }),
-    Effect.forkScoped
-  )
-})
+export const onTerminal = Effect.flatMap(Inbox, (inbox) => onTerminalOf(inbox))
+
+/** {@link onTerminal} over another source of items (the running host's inbox: AgentViaHost.ts). */
+export const onTerminalOf = (inbox: InboxPrompt.Source) =>
+  Effect.gen(function*() {
+    const questions = yield* FiberMap.make<string>()
+    yield* inbox.watch.pipe(
+      Stream.runForEach((change) => {
+        if (change._tag === "ItemResolved") return FiberMap.remove(questions, change.id)
+        const item = change.item
+        return item._tag === "Approval"
+          ? FiberMap.run(questions, item.id, terminal.withPermits(1)(askOne(inbox, item)), { onlyIfMissing: true })
+          : Effect.void
+      }),
+      Effect.forkScoped
+    )
+  })

@@ -14,6 +14,7 @@ import * as CallOptions from "./CallOptions.js"
 import { UsageError } from "./CliError.js"
 import * as Events from "./Events.js"
 import * as Help from "./Help.js"
+import * as InboxCommands from "./InboxCommands.js"
 import { reportFailures, stdout } from "./Io.js"
 import * as Lazy from "./Lazy.js"
 import * as McpCommands from "./McpCommands.js"
@@ -89,7 +90,8 @@ export const command = Command.make("skald").pipe(
     AgentCommands.agent,
     AgentCommands.chat,
     AgentCommands.sessions,
-    ApprovalCommands.command
+    ApprovalCommands.command,
+    InboxCommands.command
   ])
 )
 

@@ -164,8 +164,8 @@ const pick = (choices: ReadonlyArray<Elicitation.Choice>, text: string): string 
   return choices.find((c) => c.value === text || c.title === text)?.value
 }
 
-/** Turns typed text into the field's value; `undefined` for "no answer" (default or omitted). */
-const parseInput = (field: Elicitation.Field, text: string): unknown => {
+/** Turns typed text into the field's value; `undefined` for "no answer" (default or omitted). Also `skald inbox answer`'s. */
+export const parseInput = (field: Elicitation.Field, text: string): unknown => {
   if (text.length === 0) return undefined
   switch (field.kind) {
     case "string":

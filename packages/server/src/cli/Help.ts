@@ -414,7 +414,9 @@ export const prepare = (root: Node, own: ReadonlyArray<string>): Prepared => {
   const { node, used } = locate(root, positional)
   if (argv.includes("--help") || argv.includes("-h")) return { _tag: "Help", node }
   if (argv.includes("--version") && node === root) return { _tag: "Run", argv, logLevel, node }
-  if (node.children.length > 0) {
+  // A group with options of its own (`skald inbox [--json] [--token T]`) also runs without a
+  // command: @effect/cli parses it (an option's value is not a command word).
+  if (node.children.length > 0 && optionNames(node).length === 0) {
     const next = positional[used]
     const names = node.children.map((c) => c.name).join(", ")
     const words = node.path.join(" ")

@@ -73,15 +73,30 @@ export const declining: Elicitation.Handler = {
 }
 
 /**
+ * What the questions are asked from and answered to: this process's `Inbox`, or the running
+ * host's over RPC (AgentViaHost.ts: its changes, filtered to this process's turns).
+ */
+export interface Source {
+  readonly watch: Stream.Stream<InboxItem.InboxChange, unknown>
+  readonly resolve: (id: string, answer: InboxItem.InboxAnswer) => Effect.Effect<void, { readonly message: string }>
+}
+
+/**
  * Starts answering the inbox's elicitations with `handler`, in the current scope (the fiber ends
  * with it). Items pending when it starts are asked too, oldest first.
  */
 export const start = (
   handler: Elicitation.Handler,
   hooks: Hooks = noHooks
-): Effect.Effect<void, never, Inbox | Scope.Scope> =>
+): Effect.Effect<void, never, Inbox | Scope.Scope> => Effect.flatMap(Inbox, (inbox) => startOn(inbox, handler, hooks))
+
+/** {@link start} over another source of items (the running host's inbox). */
+export const startOn = (
+  inbox: Source,
+  handler: Elicitation.Handler,
+  hooks: Hooks = noHooks
+): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const inbox = yield* Inbox
     const waiting = yield* Queue.unbounded<InboxItem.Elicitation>()
     /** Completed when an item is resolved (by anyone): ends its question. */
     const ended = new Map<string, Deferred.Deferred<void>>()

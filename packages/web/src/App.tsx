@@ -52,6 +52,11 @@ export const App = ({ runtime }: { readonly runtime: PageRuntime }) => {
     setPath(to)
   }, [])
   const route = routeOf(path)
+  // The Chat link goes back to the session last open (its turn attached again if still running).
+  const [lastChat, setLastChat] = useState("/chat")
+  useEffect(() => {
+    if (route.page === "chat") setLastChat(path)
+  }, [route.page, path])
   const link = (to: string, page: Route["page"], label: string) => (
     <a
       href={to}
@@ -71,7 +76,7 @@ export const App = ({ runtime }: { readonly runtime: PageRuntime }) => {
       <header className="top">
         <h1 className="brand">Skald</h1>
         <nav aria-label="Pages">
-          {link("/chat", "chat", "Chat")}
+          {link(route.page === "chat" ? "/chat" : lastChat, "chat", "Chat")}
           {link("/inbox", "inbox", pending === 0 ? "Inbox" : `Inbox (${pending})`)}
           {link("/servers", "servers", "Servers")}
         </nav>

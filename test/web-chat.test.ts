@@ -131,6 +131,13 @@ describe("the Chat page", () => {
         yield* wait(box.fill("Count slowly"))
         yield* wait(box.press("Enter"))
         yield* wait(transcript.getByText("Counting: one, two,").waitFor())
+        // Reloaded mid-turn: the history, and the running turn attached (its text streamed so far).
+        yield* wait(page.reload())
+        yield* wait(page.getByRole("status").filter({ hasText: "Connected" }).waitFor())
+        yield* wait(transcript.getByText("Counting: one, two,").waitFor())
+        yield* wait(transcript.getByText("It is sunny in Oslo.").waitFor())
+        assert.strictEqual(yield* wait(transcript.locator(".turn").count()), 2)
+        yield* wait(page.getByRole("complementary", { name: "Sessions" }).getByText("(running)").waitFor())
         yield* wait(page.getByRole("button", { name: "Stop (Esc)", disabled: false }).waitFor())
         yield* wait(page.keyboard.press("Escape"))
         yield* wait(transcript.getByText("Stopped.").waitFor())

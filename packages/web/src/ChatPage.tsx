@@ -96,7 +96,13 @@ export const ChatPage = (
                 live.current.session = event.sessionId
                 navigate(`/chat/${event.sessionId}`)
               }
-              setTurns((all) => [...all.slice(0, -1), step(all[all.length - 1] ?? pending(""), event, now)])
+              setTurns((all) => {
+                const last = all[all.length - 1]
+                // A turn's start replaces the turn being sent (or replayed while running), never an ended one.
+                return last === undefined || (event._tag === "TurnStarted" && last.end !== undefined)
+                  ? [...all, step(pending(""), event, now)]
+                  : [...all.slice(0, -1), step(last, event, now)]
+              })
             })))
       )
       live.current = { fiber, session }

@@ -141,7 +141,7 @@ describe("the Chat page", () => {
         yield* wait(page.getByRole("button", { name: "Stop (Esc)", disabled: false }).waitFor())
         yield* wait(page.keyboard.press("Escape"))
         yield* wait(transcript.getByText("Stopped.").waitFor())
-        assert.isTrue(yield* wait(page.getByRole("button", { name: "Stop (Esc)" }).isDisabled()))
+        yield* wait(page.getByRole("button", { name: "Stop (Esc)", disabled: true }).waitFor())
         yield* standin.awaitAborted(3)
         assertNoProblems(tab)
       }),

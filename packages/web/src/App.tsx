@@ -76,9 +76,9 @@ export const App = ({ runtime }: { readonly runtime: PageRuntime }) => {
       <header className="top">
         <h1 className="brand">Skald</h1>
         <nav aria-label="Pages">
+          {link("/servers", "servers", "Servers")}
           {link(route.page === "chat" ? "/chat" : lastChat, "chat", "Chat")}
           {link("/inbox", "inbox", pending === 0 ? "Inbox" : `Inbox (${pending})`)}
-          {link("/servers", "servers", "Servers")}
         </nav>
         <ConnectionBadge state={state} />
       </header>

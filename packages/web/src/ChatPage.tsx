@@ -5,7 +5,7 @@
  * the list is replayed from its history, rendered as it was live; a turn still running in it is
  * attached to.
  */
-import type { AgentRpcs, TurnEvent } from "@skald/domain"
+import { type AgentRpcs, TurnEvent } from "@skald/domain"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -96,6 +96,7 @@ export const ChatPage = (
                 live.current.session = event.sessionId
                 navigate(`/chat/${event.sessionId}`)
               }
+              if (TurnEvent.isEnd(event)) setRunning(false)
               setTurns((all) => {
                 const last = all[all.length - 1]
                 // A turn's start replaces the turn being sent (or replayed while running), never an ended one.

@@ -16,8 +16,12 @@ import { act, polled } from "./serversApi.js"
 /** The sessions, most recent first, every 2 s while connected. */
 export const sessions = polled((client) => client.Agent.Sessions(), (all) => all, "2 seconds")
 
-/** A session's stored messages. */
-export const history = (sessionId: string) => act((client) => client.Agent.History({ sessionId }))
+/** A session's stored messages, once connected (a page just opened may not be yet). */
+export const history = (sessionId: string) =>
+  Effect.flatMap(
+    HostClient,
+    ({ state }) => Effect.zipRight(awaitConnected(state), act((client) => client.Agent.History({ sessionId })))
+  )
 
 /** Stops the session's running turn. */
 export const stop = (sessionId: string) => act((client) => client.Agent.Stop({ sessionId }))
@@ -29,12 +33,14 @@ export const stop = (sessionId: string) => act((client) => client.Agent.Stop({ s
 const followed = <E>(
   start: (client: HostClient["client"]) => Stream.Stream<TurnEvent.TurnEvent, E>,
   sessionId: string | undefined,
-  fromIndex = 0
+  /** Wait for the connection (an attach the page makes by itself), else refuse at once (a send). */
+  awaitConnection: boolean
 ) =>
   Stream.unwrap(Effect.gen(function*() {
     const { client, state } = yield* HostClient
+    if (awaitConnection) yield* awaitConnected(state)
     if (!isConnected(yield* SubscriptionRef.get(state))) return Stream.fail(new Disconnected({ inFlight: false }))
-    let count = fromIndex
+    let count = 0
     let session = sessionId
     let ended = false
     const again = (): Stream.Stream<TurnEvent.TurnEvent, unknown> =>
@@ -69,9 +75,10 @@ const followed = <E>(
 export const send = (message: string, sessionId: string | undefined) =>
   followed(
     (client) => client.Agent.Send(sessionId === undefined ? { message } : { message, sessionId }),
-    sessionId
+    sessionId,
+    false
   )
 
 /** The running turn of `sessionId` from its start. */
 export const attach = (sessionId: string) =>
-  followed((client) => client.Agent.Attach({ sessionId, fromIndex: 0 }), sessionId)
+  followed((client) => client.Agent.Attach({ sessionId, fromIndex: 0 }), sessionId, true)

@@ -10,11 +10,19 @@ import { resubscribing } from "./Connection.js"
 import { HostClient } from "./HostClient.js"
 import { act } from "./serversApi.js"
 
+/**
+ * How long a watch the host ended waits before it is subscribed again: a host shutting down ends
+ * its inbox's watches some time before it closes the socket, and a subscription sent into the
+ * closing socket makes the browser print an error.
+ */
+const WATCH_PAUSE = "3 seconds"
+
 /** `null`: a fresh subscription (forget what was pending); then the changes. */
 export const changes: Stream.Stream<InboxItem.InboxChange | null, never, HostClient> = Stream.unwrap(
   Effect.map(
     HostClient,
-    ({ client, state }) => resubscribing(state, Stream.concat(Stream.make(null), client.Inbox.Watch()))
+    ({ client, state }) =>
+      resubscribing(state, Stream.concat(Stream.make(null), client.Inbox.Watch()), undefined, WATCH_PAUSE)
   )
 )
 

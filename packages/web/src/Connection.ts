@@ -8,6 +8,7 @@ import * as Socket from "@effect/platform/Socket"
 import { RpcClientError } from "@effect/rpc/RpcClientError"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
@@ -123,7 +124,8 @@ const RESUBSCRIBE_PAUSE = "500 millis"
 export const resubscribing = <A, E, R>(
   state: SubscriptionRef.SubscriptionRef<ConnectionState>,
   subscribe: Stream.Stream<A, E, R>,
-  onResubscribe: Effect.Effect<void> = Effect.void
+  onResubscribe: Effect.Effect<void> = Effect.void,
+  pause: Duration.DurationInput = RESUBSCRIBE_PAUSE
 ): Stream.Stream<A, Exclude<E, RpcClientError>, R> => {
   const lost: Stream.Stream<never, Exclude<E, RpcClientError> | typeof LOST> = Stream.fail(LOST)
   const once: Stream.Stream<A, Exclude<E, RpcClientError> | typeof LOST, R> = subscribe.pipe(
@@ -140,7 +142,7 @@ export const resubscribing = <A, E, R>(
   const loop = (first: boolean): Stream.Stream<A, Exclude<E, RpcClientError>, R> =>
     Stream.unwrap(
       (first ? awaitConnected(state) : Effect.zipRight(
-        Effect.sleep(RESUBSCRIBE_PAUSE),
+        Effect.sleep(pause),
         Effect.zipRight(awaitConnected(state), onResubscribe)
       )).pipe(
         Effect.as(once.pipe(Stream.catchAll((e) => e === LOST ? loop(false) : Stream.fail(e))))

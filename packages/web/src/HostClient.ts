@@ -1,5 +1,5 @@
 /**
- * The page's client of the host: the RPC groups it uses (Mcp, Host) over one WebSocket to
+ * The page's client of the host: the RPC groups it uses (Mcp, Host, Agent, Inbox) over one WebSocket to
  * `ws://<the page's host>/rpc` (BrowserSocket + `RpcClient.layerProtocolSocket`, with the shared
  * serialization of `RpcProtocol`), its observed {@link ConnectionState}, and the page's one
  * `ManagedRuntime`. The protocol reconnects by itself after a pause; what the page shows comes
@@ -8,7 +8,7 @@
 import * as BrowserSocket from "@effect/platform-browser/BrowserSocket"
 import * as Socket from "@effect/platform/Socket"
 import * as RpcClient from "@effect/rpc/RpcClient"
-import { HostRpcs, McpRpcs, RpcProtocol } from "@skald/domain"
+import { AgentRpcs, HostRpcs, InboxRpcs, McpRpcs, RpcProtocol } from "@skald/domain"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
@@ -17,7 +17,7 @@ import * as SubscriptionRef from "effect/SubscriptionRef"
 import { type ConnectionState, observeSocket } from "./Connection.js"
 
 /** The groups the page calls (the host serves them together with the others, by tag). */
-export class PageRpcs extends McpRpcs.McpRpcs.merge(HostRpcs.HostRpcs) {}
+export class PageRpcs extends McpRpcs.McpRpcs.merge(HostRpcs.HostRpcs, AgentRpcs.AgentRpcs, InboxRpcs.InboxRpcs) {}
 
 /** How soon after a lost connection the page tries again: 200 ms growing to at most 2 s apart. */
 export const retrySchedule = Schedule.exponential("200 millis", 1.5).pipe(Schedule.union(Schedule.spaced("2 seconds")))

@@ -19,7 +19,7 @@ export const POLL: Duration.DurationInput = "1 second"
  * reconnect. A call that fails (the host's own error, e.g. a server just removed) is tried again
  * at the next tick: the page keeps what it showed rather than stop following.
  */
-const polled = <A, B, E>(
+export const polled = <A, B, E>(
   call: (client: HostClient["client"]) => Effect.Effect<A, E>,
   map: (a: A) => B,
   every: Duration.DurationInput = POLL
@@ -30,7 +30,7 @@ const polled = <A, B, E>(
       Stream.repeatEffectWithSchedule(Effect.map(call(client), map), Schedule.spaced(every))
     ).pipe(Stream.retry(Schedule.spaced(every)))))
 
-const act = <A, E>(call: (client: HostClient["client"]) => Effect.Effect<A, E>) =>
+export const act = <A, E>(call: (client: HostClient["client"]) => Effect.Effect<A, E>) =>
   Effect.flatMap(HostClient, ({ client, state }) => whileConnected(state, call(client)))
 
 /** The newest events of `server`, newest first. */

@@ -69,6 +69,9 @@ export const openPage = (browser: Browser): Effect.Effect<TestPage, never, Scope
     page.on("pageerror", (error) => problems.push(`exception: ${error.message}`))
     page.on("requestfailed", (request) => {
       const failure = request.failure()?.errorText ?? "failed"
+      // Cancelled by the browser itself (the page navigated on while, e.g., its favicon loaded): not
+      // a failure of the page or the host. A refused or broken request has another error text.
+      if (failure === "net::ERR_ABORTED") return
       problems.push(`request ${request.method()} ${request.url()}: ${failure}`)
     })
     return { page, problems: () => [...problems] }

@@ -52,6 +52,7 @@ import * as Path from "node:path"
 import * as WebStatic from "../http/WebStatic.js"
 import { MEDIA_URL_PREFIX } from "./MediaStore.js"
 import { Paths } from "./Paths.js"
+import * as ServedFile from "./ServedFile.js"
 
 /** A flat media file name: `<id>.<ext>`. */
 const mediaName = /^[A-Za-z0-9_-]{1,128}\.[A-Za-z0-9]{1,16}$/
@@ -88,10 +89,9 @@ export const mediaHeaders = (name: string, contentType: string): Record<string, 
 const notFound = HttpServerResponse.text("not found\n", { status: 404 })
 
 /** Why a file in the media folder is not served (logged as a warning: it was put there on purpose). */
-const refuse = (name: string, why: string) =>
-  Effect.as(Effect.logWarning(`refused to serve media file ${name}: ${why}`), Option.none())
+const refuse = ServedFile.refusal("media file")
 
-const fsCall = <A>(f: () => Promise<A>) => Effect.option(Effect.tryPromise(f))
+const fsCall = ServedFile.fsCall
 
 /**
  * Opens a media file for reading, in the request's scope, or gives none. The checks come before
@@ -108,29 +108,12 @@ const openMedia = Effect.fn("HttpEndpoints.openMedia")(
     const realDir = yield* fsCall(() => Fs.promises.realpath(mediaDir))
     if (Option.isNone(realDir)) return Option.none()
     const file = Path.join(mediaDir, name)
-    const before = yield* fsCall(() => Fs.promises.lstat(file))
-    if (Option.isNone(before)) return Option.none()
-    if (before.value.isSymbolicLink()) return yield* refuse(name, "a symbolic link")
-    if (!before.value.isFile()) return yield* refuse(name, "not a regular file")
-    if (before.value.nlink !== 1) return yield* refuse(name, `a hard link (${before.value.nlink} links)`)
-    const real = yield* fsCall(() => Fs.promises.realpath(file))
-    if (Option.isNone(real) || Path.dirname(real.value) !== realDir.value) {
-      return yield* refuse(name, "outside the media folder")
-    }
-    // O_NONBLOCK: a FIFO swapped in after the checks cannot block a thread of the pool on open.
-    const flags = Fs.constants.O_RDONLY | Fs.constants.O_NOFOLLOW | Fs.constants.O_NONBLOCK
-    const handle = yield* Effect.acquireRelease(
-      fsCall(() => Fs.promises.open(file, flags)),
-      (handle) => Option.isSome(handle) ? Effect.ignore(Effect.tryPromise(() => handle.value.close())) : Effect.void
-    )
-    if (Option.isNone(handle)) return Option.none()
-    const stat = yield* fsCall(() => handle.value.stat())
-    if (Option.isNone(stat)) return Option.none()
-    if (
-      !stat.value.isFile() || stat.value.nlink !== 1 || stat.value.ino !== before.value.ino ||
-      stat.value.dev !== before.value.dev
-    ) return yield* refuse(name, "it changed while being opened")
-    return Option.some({ handle: handle.value, size: stat.value.size })
+    return yield* ServedFile.open(file, {
+      name,
+      inside: (real) => Path.dirname(real) === realDir.value,
+      outside: "outside the media folder",
+      refuse
+    })
   }
 )
 

@@ -26,6 +26,7 @@ import * as Option from "effect/Option"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import * as ServedFile from "../host/ServedFile.js"
 
 /** The folder Vite builds into: `packages/web/dist` of this repository (from src/http or dist/http). */
 export const defaultWebDir = (): string => fileURLToPath(new URL("../../../web/dist", import.meta.url))
@@ -118,11 +119,10 @@ export const webHeaders = (host: string, segments: ReadonlyArray<string>): Recor
     : "no-cache"
 })
 
-const fsCall = <A>(f: () => Promise<A>) => Effect.option(Effect.tryPromise(f))
+const fsCall = ServedFile.fsCall
 
 /** Why a file of the web folder is not served (a warning: someone put it there). */
-const refuse = (file: string, why: string) =>
-  Effect.as(Effect.logWarning(`refused to serve web file ${file}: ${why}`), Option.none())
+const refuse = ServedFile.refusal("web file")
 
 /**
  * Opens `segments` under `dir` for reading, in the request's scope, or gives none: every folder on
@@ -142,27 +142,12 @@ export const openFile = Effect.fn("WebStatic.openFile")(
       if (!stat.value.isDirectory()) return yield* refuse(name, `${folder} is not a plain directory (a link?)`)
     }
     const file = Path.join(realDir.value, ...segments)
-    const before = yield* fsCall(() => Fs.promises.lstat(file))
-    if (Option.isNone(before)) return Option.none()
-    if (before.value.isSymbolicLink()) return yield* refuse(name, "a symbolic link")
-    if (!before.value.isFile()) return yield* refuse(name, "not a regular file")
-    if (before.value.nlink !== 1) return yield* refuse(name, `a hard link (${before.value.nlink} links)`)
-    const real = yield* fsCall(() => Fs.promises.realpath(file))
-    if (Option.isNone(real) || real.value !== file) return yield* refuse(name, "outside the web folder")
-    // O_NONBLOCK: a FIFO swapped in after the checks cannot block a thread of the pool on open.
-    const flags = Fs.constants.O_RDONLY | Fs.constants.O_NOFOLLOW | Fs.constants.O_NONBLOCK
-    const handle = yield* Effect.acquireRelease(
-      fsCall(() => Fs.promises.open(file, flags)),
-      (handle) => Option.isSome(handle) ? Effect.ignore(Effect.tryPromise(() => handle.value.close())) : Effect.void
-    )
-    if (Option.isNone(handle)) return Option.none()
-    const stat = yield* fsCall(() => handle.value.stat())
-    if (Option.isNone(stat)) return Option.none()
-    if (
-      !stat.value.isFile() || stat.value.nlink !== 1 || stat.value.ino !== before.value.ino ||
-      stat.value.dev !== before.value.dev
-    ) return yield* refuse(name, "it changed while being opened")
-    return Option.some({ handle: handle.value, size: stat.value.size })
+    return yield* ServedFile.open(file, {
+      name,
+      inside: (real) => real === file,
+      outside: "outside the web folder",
+      refuse
+    })
   }
 )
 

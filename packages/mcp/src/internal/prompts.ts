@@ -5,30 +5,23 @@
  * (`completions` for completion).
  */
 import { McpPrompt } from "@skald/domain"
-import type { McpError } from "@skald/domain"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
 import type * as JsonRpc from "../JsonRpc.js"
-import type { CompletionRef, PromptList, PromptOutcome } from "../McpClient.js"
+import type { CompletionRef, PromptList, PromptOutcome, Service } from "../McpClient.js"
 import type { Connection, JsonObject } from "./connection.js"
 import * as Listing from "./listing.js"
 
 /** One connection's prompts and completions. */
-export interface Prompts {
-  readonly listPrompts: Effect.Effect<PromptList, McpError.McpError>
-  readonly getPrompt: (
-    name: string,
-    args?: Readonly<Record<string, string>>
-  ) => Effect.Effect<PromptOutcome, McpError.McpError>
-  readonly promptListChanges: Stream.Stream<void>
-  readonly complete: (
-    ref: CompletionRef,
-    argument: { readonly name: string; readonly value: string },
-    context?: Readonly<Record<string, string>>
-  ) => Effect.Effect<McpPrompt.Completion, McpError.McpError>
-}
+export type Prompts = Pick<
+  Service,
+  | "listPrompts"
+  | "getPrompt"
+  | "promptListChanges"
+  | "complete"
+>
 
 export const make = (
   conn: Connection,

@@ -5,28 +5,28 @@
  * is sent only when the server declared `resources` (a subscription: `resources.subscribe`).
  */
 import { McpResource } from "@skald/domain"
-import type { McpError } from "@skald/domain"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
 import type * as JsonRpc from "../JsonRpc.js"
-import type { ReadOutcome, ResourceList, ResourceTemplateList } from "../McpClient.js"
+import type { ReadOutcome, ResourceList, ResourceTemplateList, Service } from "../McpClient.js"
 import type { Connection, JsonObject } from "./connection.js"
 import * as Listing from "./listing.js"
 
 /** One connection's resources. */
-export interface Resources {
-  readonly listResources: Effect.Effect<ResourceList, McpError.McpError>
-  readonly listResourceTemplates: Effect.Effect<ResourceTemplateList, McpError.McpError>
-  readonly readResource: (uri: string) => Effect.Effect<ReadOutcome, McpError.McpError>
-  readonly subscribeResource: (uri: string) => Effect.Effect<void, McpError.McpError>
-  readonly unsubscribeResource: (uri: string) => Effect.Effect<void, McpError.McpError>
-  readonly watchResource: (uri: string) => Stream.Stream<string, McpError.McpError>
-  readonly resourceUpdates: Stream.Stream<string>
-  readonly resourceListChanges: Stream.Stream<void>
-}
+export type Resources = Pick<
+  Service,
+  | "listResources"
+  | "listResourceTemplates"
+  | "readResource"
+  | "subscribeResource"
+  | "unsubscribeResource"
+  | "watchResource"
+  | "resourceUpdates"
+  | "resourceListChanges"
+>
 
 /** The `params.uri` of a `notifications/resources/updated`. */
 const updatedUri = (message: JsonRpc.Notification): Option.Option<string> =>

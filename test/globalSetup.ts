@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process"
+import { execFileSync, spawnSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 
@@ -10,12 +10,24 @@ const newest = (path: string): number => {
   return Math.max(stat.mtimeMs, ...Fs.readdirSync(path).map((name) => newest(Path.join(path, name))))
 }
 
+// The browser tests (test/support/browser.ts) need Debian's chromium. As root on a machine with
+// apt-get, a missing one is installed here, once, before any test (.ci/setup-chromium.sh, what
+// .ci/run runs); anywhere else nothing is installed and the browser tests fail saying what to
+// install. (The SSH suite installs its sshd the same way.)
+const ensureChromium = (root: string) => {
+  const chromium = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium"
+  if (Fs.existsSync(chromium) || process.getuid?.() !== 0 || !Fs.existsSync("/usr/bin/apt-get")) return
+  const run = spawnSync("bash", [Path.join(root, ".ci/setup-chromium.sh")], { cwd: root, stdio: "inherit" })
+  if (run.status !== 0) process.stderr.write("chromium setup failed: the browser tests will fail (see above)\n")
+}
+
 // The CLI tests run the real `skald` binary, which loads the built output: bring it up to date,
 // then bundle it as `npm run build` does (the shim runs the bundle only while it is current).
 // The web UI (served by `skald serve`, driven by the browser tests) is rebuilt when any of its
 // sources is newer than its built index.html (or @skald/domain's output, which it bundles).
 export default function setup() {
   const root = Path.resolve(import.meta.dirname, "..")
+  ensureChromium(root)
   execFileSync(process.execPath, [Path.join(root, "node_modules/typescript/bin/tsc"), "-b", "tsconfig.build.json"], {
     cwd: root,
     stdio: "inherit"

@@ -98,8 +98,7 @@ describe("skald agent run / chat through the running host", () => {
           ModelStandin.text("Done inline.")
         ])
         const { client, home, host } = yield* servedHome(standin)
-        const chat = spawnTty(["--home", home], {})
-        yield* Effect.addFinalizer(() => Effect.sync(() => chat.child.kill("SIGKILL")))
+        const chat = yield* spawnTty(["--home", home], {})
         yield* eventually(() => chat.output().includes("> "), "the prompt", "30 seconds")
         assert.include(chat.output(), `skald: via the host at ${host.url}`)
         chat.child.stdin.write("echo inline\r")
@@ -142,8 +141,7 @@ describe("skald agent run / chat through the running host", () => {
           "--secret-env",
           `EXPECTED_SECRET=${secret}`
         ])
-        const chat = spawnTty(["--home", home, "--approve", "allow"], {})
-        yield* Effect.addFinalizer(() => Effect.sync(() => chat.child.kill("SIGKILL")))
+        const chat = yield* spawnTty(["--home", home, "--approve", "allow"], {})
         yield* eventually(() => chat.output().includes("> "), "the prompt", "30 seconds")
         chat.child.stdin.write("open the vault\r")
         yield* eventually(

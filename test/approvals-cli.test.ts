@@ -148,7 +148,7 @@ describe("skald chat on a terminal", () => {
           ModelStandin.toolCalls([{ id: "d2", name: "mcp__notes__delete_note", arguments: { name: "old" } }]),
           ModelStandin.text(["Deleted again."])
         ])
-        const chat = spawnTty(["--home", home], modelEnv(standin.url))
+        const chat = yield* spawnTty(["--home", home], modelEnv(standin.url))
         const count = (text: string) => chat.output().split(text).length - 1
         const question = "approve mcp__notes__delete_note? (not marked read-only)"
         yield* eventually(() => count("> ") >= 1, "the prompt", "30 seconds")

@@ -291,7 +291,7 @@ describe("skald chat on a terminal", () => {
       const standin = yield* ModelStandin.start([ModelStandin.hanging(["Thinking"]), ModelStandin.text(["Second."])])
       const home = yield* homeWith("echo", "echo")
       const env = { SKALD_LLM_PROVIDER: "openai", SKALD_LLM_BASE_URL: standin.url, SKALD_LLM_MODEL: "m" }
-      const chat = spawnTty(["--home", home], env)
+      const chat = yield* spawnTty(["--home", home], env)
       const prompts = () => chat.output().split("> ").length - 1
       yield* eventually(() => prompts() >= 1, "the prompt", "30 seconds")
       chat.child.stdin.write("first\r")

@@ -1,6 +1,7 @@
 /**
  * Running the built `skald` binary in tests, as a user would.
  */
+import * as Effect from "effect/Effect"
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import * as Path from "node:path"
 
@@ -71,18 +72,23 @@ export const stopProcess = (child: ChildProcess): Promise<number | null> =>
 
 /**
  * Starts `skald chat ARGS…` on a pseudo-terminal (util-linux `script`), giving its process and
- * everything it has printed so far (stdout and stderr together, as a terminal shows them).
+ * everything it has printed so far (stdout and stderr together, as a terminal shows them). The
+ * scope kills it (its pty's hang-up ends the chat), so a failing test leaves no process behind.
  */
-export const spawnTty = (args: ReadonlyArray<string>, env: Record<string, string>) => {
-  const command = [process.execPath, skald, "chat", ...args].map((a) => `'${a}'`).join(" ")
-  const child = spawn("script", ["-qfc", command, "/dev/null"], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ["pipe", "pipe", "pipe"]
-  })
-  let out = ""
-  child.stdout.on("data", (d: Buffer) => (out += d.toString()))
-  child.stderr.on("data", (d: Buffer) => (out += d.toString()))
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
-  return { child, output: () => out, exited }
-}
+export const spawnTty = (args: ReadonlyArray<string>, env: Record<string, string>) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const command = [process.execPath, skald, "chat", ...args].map((a) => `'${a}'`).join(" ")
+      const child = spawn("script", ["-qfc", command, "/dev/null"], {
+        cwd: root,
+        env: { ...process.env, ...env },
+        stdio: ["pipe", "pipe", "pipe"]
+      })
+      let out = ""
+      child.stdout.on("data", (d: Buffer) => (out += d.toString()))
+      child.stderr.on("data", (d: Buffer) => (out += d.toString()))
+      const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+      return { child, output: () => out, exited }
+    }),
+    ({ child }) => Effect.sync(() => void (child.exitCode === null && child.kill("SIGKILL")))
+  )

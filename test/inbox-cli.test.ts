@@ -167,7 +167,7 @@ describe("skald chat on a terminal", () => {
           ModelStandin.text("Opened.")
         ])
         const env = { SKALD_LLM_PROVIDER: "openai", SKALD_LLM_BASE_URL: standin.url, SKALD_LLM_MODEL: "m" }
-        const chat = spawnTty(["--home", home, "--approve", "allow"], env)
+        const chat = yield* spawnTty(["--home", home, "--approve", "allow"], env)
         yield* eventually(() => chat.output().includes("> "), "the prompt", "30 seconds")
         chat.child.stdin.write("open the vault\r")
         yield* eventually(

@@ -29,7 +29,7 @@ import { fileURLToPath } from "node:url"
 import * as ModelStandin from "../test/fixtures/model-standin.js"
 import { fmt, median } from "./machine.js"
 
-/** The parts of `ws` (the WebSocket library under @effect/platform-node; no types installed) the baseline uses. */
+/** The parts of `ws` (a root dev dependency, also the WebSocket library under @effect/platform-node; its types are not installed) the baseline uses. */
 interface WebSocket {
   send(data: string): void
   close(): void

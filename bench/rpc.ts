@@ -56,8 +56,8 @@ const num = (name: string, fallback: number) => {
   return Number.isFinite(value) && value > 0 ? Math.floor(value) : fallback
 }
 
-/** `skald serve` on a free loopback port; its URL, stopped with the scope. */
-const serve = (env: Record<string, string>) =>
+/** `skald serve` on a free loopback port (a fresh home); its URL, stopped with the scope. */
+export const serve = (env: Record<string, string>) =>
   Effect.acquireRelease(
     Effect.async<{ readonly url: string; readonly stop: () => void }>((resume) => {
       const home = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-bench-rpc-"))

@@ -3,7 +3,7 @@
  * HTTP, against a raw server and an SDK server of each, in ONE run (BENCH_SERVERS picks a subset). Each client runs in its own process;
  * the client order rotates every round; ratios are computed per round and their medians printed.
  * Then the command line's own cost (`cli` in BENCH_SERVERS; bench/cli.ts) and the agent loop's
- * (`agent`; bench/agent.ts).
+ * (`agent`; bench/agent.ts), the host's RPC (`rpc`) and the web UI's bundle and first load (`web`; bench/web.ts).
  */
 import * as ChildProcess from "node:child_process"
 import * as Os from "node:os"
@@ -15,13 +15,14 @@ import { runCliSection } from "./cli.js"
 import type { Metrics } from "./clients/workload.js"
 import { clientEnv, fmt, median, pin } from "./machine.js"
 import { runRpcSection } from "./rpc.js"
+import { runWebSection } from "./web.js"
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
 const clients = ["skald", "sdk", "raw"] as const
 const sections = process.env.BENCH_SERVERS?.split(",") ??
-  ["raw", "sdk", "raw-http", "sdk-http", "cli", "agent", "agent-tokens", "rpc"]
+  ["raw", "sdk", "raw-http", "sdk-http", "cli", "agent", "agent-tokens", "rpc", "web"]
 const servers = sections.filter((s) =>
-  s !== "cli" && s !== "agent" && s !== "agent-tokens" && s !== "rpc"
+  s !== "cli" && s !== "agent" && s !== "agent-tokens" && s !== "rpc" && s !== "web"
 ) as ReadonlyArray<Server>
 type Client = (typeof clients)[number]
 type Server = "raw" | "sdk" | "raw-http" | "sdk-http"
@@ -109,3 +110,4 @@ if (sections.includes("cli")) await runCliSection()
 if (sections.includes("agent")) await runAgentSection()
 if (sections.includes("agent-tokens")) await runAgentTokensSection()
 if (sections.includes("rpc")) await runRpcSection()
+if (sections.includes("web")) await runWebSection()

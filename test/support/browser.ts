@@ -14,28 +14,9 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { type Browser, chromium, type Page } from "playwright-core"
 import { repoRoot } from "../fixtures/fixtures.js"
+import { chromiumArgs, chromiumPath, missingChromium } from "./chromium.js"
 
-/** The Chromium binary: `CHROMIUM_PATH`, else Debian's `/usr/bin/chromium`. */
-export const chromiumPath = (): string => process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium"
-
-/** Chromium's arguments (the recipe's): headless, no background traffic, loopback only. */
-export const chromiumArgs: ReadonlyArray<string> = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"
-]
-
-/** What a test says when Chromium is missing. */
-export const missingChromium = (path: string): string =>
-  `Chromium is not installed at ${path}. Install it (Debian, as root): ` +
-  "`apt-get update && apt-get install -y --no-install-recommends chromium chromium-driver fonts-liberation` " +
-  "or `bash .ci/setup-chromium.sh`; or point CHROMIUM_PATH at a Chromium binary"
+export { chromiumArgs, chromiumPath, missingChromium } from "./chromium.js"
 
 /** A headless Chromium, closed with the scope; fails the test when the binary is missing. */
 export const launchBrowser: Effect.Effect<Browser, never, Scope.Scope> = Effect.gen(function*() {

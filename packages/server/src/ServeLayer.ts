@@ -82,7 +82,13 @@ export const layer = (options: Options) =>
       })
     )
     const http = HttpEndpoints.layer(
-      { host: options.host, port: options.port, token: options.token, rpc: rpcRoute },
+      {
+        host: options.host,
+        port: options.port,
+        token: options.token,
+        rpc: rpcRoute,
+        rpcAuth: RpcServer.authStatus(options.token)
+      },
       (url) => Effect.zipRight(Deferred.succeed(listening, url), options.onListening?.(url) ?? Effect.void)
     )
     const firstRun = Layer.effectDiscard(

@@ -14,6 +14,7 @@ import { HostClient, type PageRuntime } from "./HostClient.js"
 import * as InboxApi from "./inboxApi.js"
 import { serversApi } from "./serversApi.js"
 import { ServersPage } from "./ServersPage.js"
+import { TokenPrompt } from "./TokenPrompt.js"
 
 const ChatPage = lazy(() => import("./ChatPage.js"))
 const InboxPage = lazy(() => import("./InboxPage.js"))
@@ -83,6 +84,14 @@ export const App = ({ runtime }: { readonly runtime: PageRuntime }) => {
         <ConnectionBadge state={state} />
       </header>
       <main id="main">
+        {state._tag === "NeedsToken"
+          ? (
+            <TokenPrompt
+              refused={state.refused}
+              onToken={(token) => void runtime.runFork(Effect.flatMap(HostClient, (host) => host.setToken(token)))}
+            />
+          )
+          : null}
         <Suspense fallback={<p className="muted">Loading…</p>}>
           {route.page === "chat"
             ? <ChatPage runtime={runtime} sessionId={route.sessionId} navigate={navigate} />

@@ -22,6 +22,8 @@ export type ConnectionState =
   | { readonly _tag: "Connected"; readonly since: number }
   /** Was connected and lost it; retrying by itself. */
   | { readonly _tag: "Reconnecting"; readonly since: number; readonly reason: string }
+  /** The host needs its access token: the page has none (or the one it has was `refused`); it waits for one. */
+  | { readonly _tag: "NeedsToken"; readonly refused: boolean }
 
 /** A call made while the page is not connected, or cut off by a lost connection. */
 export class Disconnected extends Schema.TaggedError<Disconnected>("@skald/web/Disconnected")("Disconnected", {

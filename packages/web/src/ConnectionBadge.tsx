@@ -11,12 +11,14 @@ const label = (state: ConnectionState): string => {
       return "Connected"
     case "Reconnecting":
       return `Disconnected from the host since ${new Date(state.since).toLocaleTimeString()}: reconnecting…`
+    case "NeedsToken":
+      return state.refused ? "The host refused the access token" : "The host needs its access token"
   }
 }
 
 export const ConnectionBadge = ({ state }: { readonly state: ConnectionState }) => (
   <p
-    className={`connection connection-${state._tag.toLowerCase()}`}
+    className={`connection connection-${state._tag === "NeedsToken" ? "reconnecting" : state._tag.toLowerCase()}`}
     role="status"
     aria-live="polite"
     title={state._tag === "Reconnecting" ? state.reason : undefined}

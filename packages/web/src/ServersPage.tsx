@@ -1,12 +1,14 @@
 /**
  * The Servers page: every registered server with its live status (connected / starting / failed
  * with the error and the next retry / disabled), enable/disable and restart; a server's tools
- * with their input schemas, its log tail following live, and its recent events.
+ * with their input schemas, its log tail following live, and its recent events; a server added
+ * (stdio or HTTP, secrets as references: AddServer.tsx).
  */
 import type { McpServerEntry, McpTool } from "@skald/domain"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import type * as Stream from "effect/Stream"
 import { useEffect, useRef, useState } from "react"
+import { type AddPayload, AddServerForm } from "./AddServer.js"
 import { type AnyRuntime, useAction, useStreamFold } from "./hooks.js"
 
 /** One recent event of a server, as the page shows it. */
@@ -29,6 +31,8 @@ export interface ServersApi<R> {
   readonly restart: (name: string) => Effect.Effect<unknown, unknown, R>
   /** Unregisters the server (and the secrets moved in for it). */
   readonly remove: (name: string) => Effect.Effect<unknown, unknown, R>
+  /** Registers a server (it connects at once). */
+  readonly add: (payload: AddPayload) => Effect.Effect<unknown, unknown, R>
 }
 
 const stateText = (s: McpServerEntry.ServerSummary): string => {
@@ -241,9 +245,40 @@ export const ServersPage = <R extends unknown>({ runtime, api, live }: {
   )
   const [selected, setSelected] = useState<string | undefined>(undefined)
   const current = servers?.find((s) => s.name === selected)
+  const [adding, setAdding] = useState(false)
+  const [added, setAdded] = useState<string | undefined>(undefined)
+  const add = useAction(runtime)
   return (
     <div className="servers">
       <h2>Servers</h2>
+      {adding
+        ? (
+          <AddServerForm
+            pending={add.pending}
+            error={add.error}
+            onDone={() => setAdding(false)}
+            onAdd={(payload) =>
+              add.run(Effect.tap(api.add(payload), () =>
+                Effect.sync(() => {
+                  setAdding(false)
+                  setAdded(payload.name)
+                })))}
+          />
+        )
+        : (
+          <p className="actions">
+            <button
+              type="button"
+              onClick={() => {
+                setAdded(undefined)
+                setAdding(true)
+              }}
+            >
+              Add a server…
+            </button>
+            {added !== undefined ? <span role="status">Added {added}.</span> : null}
+          </p>
+        )}
       {!live && servers !== undefined
         ? <p className="muted" data-testid="stale">Last known status: not live while disconnected.</p>
         : null}

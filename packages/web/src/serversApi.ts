@@ -58,5 +58,6 @@ export const serversApi: ServersApi<HostClient> = {
   events: (name) => polled((client) => client.Mcp.Events({}), (all) => recentOf(name, all), "2 seconds"),
   setEnabled: (name, enabled) => act((client) => client.Mcp.SetEnabled({ name, enabled })),
   restart: (name) => act((client) => client.Mcp.Restart({ name })),
-  remove: (name) => act((client) => client.Mcp.Remove({ name }))
+  remove: (name) => act((client) => client.Mcp.Remove({ name })),
+  add: (payload) => act((client) => client.Mcp.Add(payload))
 }

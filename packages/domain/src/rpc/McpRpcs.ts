@@ -10,6 +10,7 @@ import * as RpcGroup from "@effect/rpc/RpcGroup"
 import * as Schema from "effect/Schema"
 import { ServerSummary } from "../McpServerEntry.js"
 import { McpTool } from "../McpTool.js"
+import * as ServerName from "../ServerName.js"
 import * as RpcErrors from "./RpcErrors.js"
 
 /** A registered server as it may be shown: `${NAME}` references as stored, never secret values. */
@@ -40,8 +41,65 @@ export const StdioTransport = Schema.TaggedStruct("stdio", {
 /** An HTTP server: its URL and api key (a `${NAME}` reference, or a literal moved into the store). */
 export const HttpTransport = Schema.TaggedStruct("http", {
   url: Schema.String,
+  /** Sent as `Authorization: Bearer <apiKey>`. */
   apiKey: Schema.optionalWith(Schema.String, { exact: true }),
   apiKeyVariable: Schema.optionalWith(Schema.String, { exact: true })
+})
+
+/** A registrable server name (the rule of `ServerName`, as a plain string). */
+export const AddName = Schema.String.pipe(
+  Schema.filter((name) =>
+    ServerName.isValid(name) ||
+    `the server name ${JSON.stringify(name)} is not valid: use 1-64 letters, digits, '-' and '_', ` +
+      "never '__', and do not start or end with '_'"
+  )
+)
+
+/** An environment variable's (or a stored secret's) name: a letter or `_`, then letters, digits and `_`. */
+export const VariableName = Schema.String.pipe(
+  Schema.filter((name) =>
+    /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ||
+    `${JSON.stringify(name)} is not a variable name: use letters, digits and '_', not starting with a digit`
+  )
+)
+
+/**
+ * A secret given by reference: exactly `${NAME}`, the name of a secret in the host's store (or of
+ * an environment variable of the host). A client that should never hold a secret's value (the
+ * web UI) accepts only this where a secret goes.
+ */
+export const SecretReference = Schema.String.pipe(
+  Schema.filter((value) =>
+    /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(value) ||
+    "a secret is given as a reference to the secret store, ${NAME} (the name of a stored secret), never as its value"
+  )
+)
+
+/** Environment variables, every key a variable name (a record's key schema would drop the others silently). */
+const CheckedEnv = Env.pipe(
+  Schema.filter((env) => {
+    const bad = Object.keys(env).find((key) => !Schema.is(VariableName)(key))
+    return bad === undefined ||
+      `${JSON.stringify(bad)} is not a variable name: use letters, digits and '_', not starting with a digit`
+  })
+)
+
+const CheckedStdio = Schema.TaggedStruct("stdio", {
+  ...StdioTransport.fields,
+  command: Schema.String.pipe(Schema.filter((c) => c.trim().length > 0 || "the command is empty")),
+  env: Schema.optionalWith(CheckedEnv, { exact: true }),
+  secretEnv: Schema.optionalWith(CheckedEnv, { exact: true })
+})
+
+const CheckedHttp = Schema.TaggedStruct("http", {
+  ...HttpTransport.fields,
+  url: Schema.String.pipe(
+    Schema.filter((url) =>
+      (URL.canParse(url) && /^https?:$/.test(new URL(url).protocol)) ||
+      `the URL ${JSON.stringify(url)} is not an http:// or https:// address`
+    )
+  ),
+  apiKeyVariable: Schema.optionalWith(VariableName, { exact: true })
 })
 
 /** A tool as an RPC client sees it: its qualified name (`mcp__<server>__<tool>`), its server, its definition. */
@@ -93,6 +151,19 @@ export const Add = Rpc.make("Mcp.Add", {
     storedSecrets: Schema.Array(Schema.String)
   }),
   error: Schema.Union(RpcErrors.ServerExists, RpcErrors.InvalidServer, RpcErrors.HostFailure)
+})
+
+/**
+ * `Add`'s payload with the host's rules as refinements (the name, a command, an http(s) URL,
+ * variable names), each failure a message for a person: a client decodes what it is about to send
+ * with it to show what is wrong before sending. The host checks the same (and more: a root folder
+ * that exists) and answers `InvalidServer`; `Add` itself takes any strings, so a client that does
+ * not check still gets that typed answer.
+ */
+export const AddRequest = Schema.Struct({
+  ...Add.payloadSchema.fields,
+  name: AddName,
+  transport: Schema.Union(CheckedStdio, CheckedHttp)
 })
 
 /** Switches a server on or off, live. */

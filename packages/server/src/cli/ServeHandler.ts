@@ -21,6 +21,18 @@ import { stderr } from "./Io.js"
 import type { ServeArgs } from "./Serve.js"
 import * as Settings from "./Settings.js"
 
+/**
+ * The web UI's address. With a token: on a terminal, with the token in the fragment (`#token=…`:
+ * never sent to the host, taken and removed from the address by the page); otherwise (stderr
+ * going to a file or a log) without it, saying how to add it, so the token reaches no log.
+ */
+export const webLink = (url: string, token: Redacted.Redacted<string> | undefined): string =>
+  token === undefined
+    ? `${url}/`
+    : process.stderr.isTTY === true
+    ? `${url}/#token=${Redacted.value(token)}`
+    : `${url}/ (append #token= and the access token to the address, or paste it into the page)`
+
 /** `skald serve`. */
 export const serve = ({ home, token, verbose }: ServeArgs) =>
   Effect.gen(function*() {
@@ -43,9 +55,12 @@ export const serve = ({ home, token, verbose }: ServeArgs) =>
       startTimeout: settings.startTimeout,
       callTimeout: settings.callTimeout,
       onListening: (url) =>
-        stderr(
-          `skald: HTTP endpoints on ${url} (media under /api/mcp-media/, RPC at /rpc` +
-            `${accessToken === undefined ? "" : ", access token required"})`
+        Effect.zipRight(
+          stderr(
+            `skald: HTTP endpoints on ${url} (media under /api/mcp-media/, RPC at /rpc` +
+              `${accessToken === undefined ? "" : ", access token required"})`
+          ),
+          stderr(`skald: web UI at ${webLink(url, accessToken)}`)
         ),
       onFirstRun: (name) =>
         stderr(`skald: first run — registered the offline demo server '${name}' (skald mcp rm ${name} removes it)`)

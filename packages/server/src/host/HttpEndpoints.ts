@@ -21,7 +21,8 @@
  *   half-sent connections cannot exhaust the process's file descriptors.
  *
  * - **`/rpc`**: the RPC WebSocket (rpc/RpcServer.ts) when the serve process gives one; the upgrade
- *   goes through the same guard, so a refused one gets its status and no upgrade.
+ *   goes through the same guard, so a refused one gets its status and no upgrade. `GET /rpc/auth`
+ *   says whether a token is needed and whether the request's Bearer token is it (a page asks first).
  *
  * Listens on `SKALD_HOST` (127.0.0.1) and `SKALD_PORT` (8787). A non-loopback address needs the
  * access token (`SKALD_TOKEN`, docs/rpc.md): without one it is refused.
@@ -36,7 +37,7 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { MediaType } from "@skald/domain"
+import { MediaType, RpcProtocol } from "@skald/domain"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -220,6 +221,8 @@ export interface ListenOptions {
   readonly token?: Redacted.Redacted<string> | undefined
   /** The app served at `/rpc` (the RPC WebSocket), if any. */
   readonly rpc?: HttpApp.Default<never, Scope.Scope | HttpServerRequest.HttpServerRequest> | undefined
+  /** The app served at `GET /rpc/auth` (whether a token is needed and accepted), if any. */
+  readonly rpcAuth?: HttpApp.Default<never, HttpServerRequest.HttpServerRequest> | undefined
 }
 
 /** A bind address other than loopback without an access token. */
@@ -336,7 +339,10 @@ export const layer = (
           address._tag === "TcpAddress" ? `http://${formatAddress(address.hostname, address.port)}` : address.path
         )
       )
-      const routes = options.rpc === undefined ? router : HttpRouter.get(router, "/rpc", options.rpc)
+      const withRpc = options.rpc === undefined ? router : HttpRouter.get(router, "/rpc", options.rpc)
+      const routes = options.rpcAuth === undefined
+        ? withRpc
+        : HttpRouter.get(withRpc, RpcProtocol.AUTH_PATH, options.rpcAuth)
       return serve(routes.pipe(Effect.provideService(Paths, paths)), options.host).pipe(
         Layer.merge(Layer.effectDiscard(listening)),
         Layer.provide(

@@ -122,6 +122,8 @@ export const plan = (request: Request): Effect.Effect<Planned, InvalidServerEntr
     }
     config = ServerConfig.StdioServerConfig.make({ command: t.command, args: [...t.args], env, ...roots })
   } else {
+    // An empty URL is no entry at all (`HttpServerConfig` would refuse it as a defect).
+    if (t.url.trim().length === 0) return invalid("the url must be http(s), got \"\"")
     if (t.apiKey !== undefined && t.apiKeyVariable !== undefined) {
       return invalid("give either the api key or the variable holding it, not both")
     }

@@ -66,6 +66,25 @@ export const requireToken =
     })
 
 /**
+ * `GET /rpc/auth` (`RpcProtocol.AUTH_PATH`): whether the host needs a token and whether the request
+ * presents it (a Bearer header), as `RpcProtocol.AuthStatus` JSON — what a page asks before it opens
+ * the WebSocket, whose refusal it could not tell from a host that is down. It says no more than an
+ * upgrade's 401 would (the comparison is the same, constant-time).
+ */
+export const authStatus = (token: Redacted.Redacted<string> | undefined): HttpApp.Default<
+  never,
+  HttpServerRequest.HttpServerRequest
+> =>
+  Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
+    const given = token === undefined ? undefined : presentedToken(request.headers)
+    const status: typeof RpcProtocol.AuthStatus.Type = {
+      tokenRequired: token !== undefined,
+      tokenAccepted: token === undefined || (given !== undefined && sameToken(given, token))
+    }
+    return HttpServerResponse.unsafeJson(status, { headers: { "cache-control": "no-store" } })
+  })
+
+/**
  * The `/rpc` app: the WebSocket protocol of `RpcServer` over the groups' handlers, the token
  * required when given. Lives in the current scope.
  */

@@ -19,6 +19,7 @@ import { HostSampling, Inbox, InboxLog, McpManager, SamplingSource } from "@skal
 import { ModelSettings } from "@skald/server/agent/llm/ModelSettings"
 import { ApprovalRules } from "@skald/server/inbox/ApprovalRules"
 import { Context, Effect, Either, FastCheck as fc, Fiber, Layer, Logger, Redacted } from "effect"
+import { runSkald } from "./cli-support.js"
 import { fixture } from "./fixtures/fixtures.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { everythingEntry, fastOptions, fixtureEntry, makeHome, servicesLayer, waitForState } from "./host-support.js"
@@ -286,6 +287,40 @@ describe("sampling through the host's model", () => {
       )
       const result = yield* client.callTool("ask", { prompt: "hello" })
       assert.match(engineText(result), /^ask: error -1 MCP error -1: the host cannot sample: no model is configured/)
+    }))
+})
+
+describe("skald agent run: the servers' sampling in the CLI's process", () => {
+  it.scopedLive("--approve allow: the server's sampling request is answered by the configured model", () =>
+    Effect.gen(function*() {
+      const standin = yield* ModelStandin.start([
+        ModelStandin.toolCalls([{ id: "a1", name: "activate_tools", arguments: { groups: ["sample"] } }]),
+        ModelStandin.toolCalls([{ id: "c1", name: "mcp__sample__ask", arguments: { prompt: "inner question" } }]),
+        // The server's sampling request, made while its tool runs.
+        ModelStandin.text("sampled answer"),
+        ModelStandin.text("Done.")
+      ])
+      const home = makeHome()
+      const f = fixture("sample")
+      const added = yield* Effect.promise(() =>
+        runSkald(["mcp", "add", "sample", "--home", home, "--", f.command, ...f.args])
+      )
+      assert.strictEqual(added.status, 0, added.stderr)
+      const env = { SKALD_LLM_PROVIDER: "openai", SKALD_LLM_BASE_URL: standin.url, SKALD_LLM_MODEL: "m" }
+      const run = yield* Effect.promise(() =>
+        runSkald(["agent", "run", "--home", home, "--approve", "allow", "--json", "ask the server"], { env })
+      )
+      assert.strictEqual(run.status, 0, run.stderr)
+      const done = run.stdout.trim().split("\n").map((l) => JSON.parse(l)).find((e) =>
+        e._tag === "ToolDone" && e.callId === "c1"
+      )
+      assert.include(JSON.stringify(done), "sampled answer")
+      const sampling = standin.requests[2]!.body
+      assert.strictEqual(sampling.max_tokens, 100)
+      assert.deepStrictEqual(sampling.messages, [
+        { role: "system", content: "You are a terse assistant." },
+        { role: "user", content: "inner question" }
+      ])
     }))
 })
 

@@ -17,9 +17,12 @@ import type { McpServerEntry } from "@skald/domain"
 import { Sampling } from "@skald/mcp"
 import { HostSampling, Inbox, InboxLog, McpManager, SamplingSource } from "@skald/server"
 import { ModelSettings } from "@skald/server/agent/llm/ModelSettings"
+import * as RpcHost from "@skald/server/cli/RpcHost"
 import { ApprovalRules } from "@skald/server/inbox/ApprovalRules"
-import { Context, Effect, Either, FastCheck as fc, Fiber, Layer, Logger, Redacted } from "effect"
-import { runSkald } from "./cli-support.js"
+import { Chunk, Context, Effect, Either, FastCheck as fc, Fiber, Layer, Logger, Redacted, Stream } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { runSkald, startServe, stopProcess } from "./cli-support.js"
 import { fixture } from "./fixtures/fixtures.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { everythingEntry, fastOptions, fixtureEntry, makeHome, servicesLayer, waitForState } from "./host-support.js"
@@ -321,6 +324,67 @@ describe("skald agent run: the servers' sampling in the CLI's process", () => {
         { role: "system", content: "You are a terse assistant." },
         { role: "user", content: "inner question" }
       ])
+    }))
+})
+
+describe("skald serve: the servers' sampling approved from skald inbox", () => {
+  it.scopedLive("the sampling approval waits in the host's inbox; skald inbox answer --yes lets the model answer", () =>
+    Effect.gen(function*() {
+      const standin = yield* ModelStandin.start([
+        ModelStandin.toolCalls([{ id: "a1", name: "activate_tools", arguments: { groups: ["sample"] } }]),
+        ModelStandin.toolCalls([{ id: "c1", name: "mcp__sample__ask", arguments: { prompt: "via the host" } }]),
+        ModelStandin.text("host sampled"),
+        ModelStandin.text("Done.")
+      ])
+      const home = makeHome()
+      const f = fixture("sample")
+      const added = yield* Effect.promise(() =>
+        runSkald(["mcp", "add", "sample", "--home", home, "--", f.command, ...f.args])
+      )
+      assert.strictEqual(added.status, 0, added.stderr)
+      const host = yield* Effect.acquireRelease(
+        Effect.promise(() =>
+          startServe(home, { SKALD_LLM_PROVIDER: "openai", SKALD_LLM_BASE_URL: standin.url, SKALD_LLM_MODEL: "m" })
+        ),
+        (s) => Effect.promise(() => stopProcess(s.child))
+      )
+      const cli = (args: ReadonlyArray<string>) => Effect.promise(() => runSkald([...args, "--home", home]))
+      yield* eventuallyEffect(
+        Effect.sync(() => Fs.existsSync(Path.join(home, "data", "host.json"))),
+        (ok) => ok,
+        "the host's address",
+        "60 seconds"
+      )
+      const client = yield* RpcHost.connectTo(host.url, undefined)
+      yield* eventuallyEffect(
+        client.Mcp.List(),
+        (all) => all.some((s) => s.name === "sample" && s.state === "connected"),
+        "sample to connect",
+        "60 seconds"
+      )
+      const approval = (tool: string) =>
+        eventuallyEffect(
+          client.Inbox.List(),
+          (items) => items.some((i) => i._tag === "Approval" && i.tool === tool),
+          `an approval of ${tool}`,
+          "60 seconds"
+        ).pipe(Effect.map((items) => items.find((i) => i._tag === "Approval" && i.tool === tool)!))
+      const turn = yield* Effect.fork(
+        Stream.runCollect(client.Agent.Send({ message: "ask the server" })).pipe(Effect.map(Chunk.toArray))
+      )
+      // The agent's own call first, then the server's sampling request.
+      const call = yield* approval("mcp__sample__ask")
+      assert.strictEqual((yield* cli(["inbox", "answer", call.id, "--yes"])).status, 0)
+      const sampling = yield* approval("sampling:sample")
+      const listed = yield* cli(["inbox"])
+      assert.include(listed.stdout, "tool sampling:sample")
+      assert.include(listed.stdout, "via the host")
+      const yes = yield* cli(["inbox", "answer", sampling.id, "--yes"])
+      assert.deepStrictEqual([yes.status, yes.stderr.trim()], [0, `skald: ${sampling.id} approved`])
+      const events = yield* Fiber.join(turn)
+      const done = events.find((e) => e._tag === "ToolDone" && e.callId === "c1")
+      assert.include(JSON.stringify(done), "host sampled")
+      assert.strictEqual(standin.requests[2]!.body.max_tokens, 100)
     }))
 })
 

@@ -23,6 +23,7 @@ import { Chunk, Context, Effect, Either, FastCheck as fc, Fiber, Layer, Logger, 
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { runSkald, startServe, stopProcess } from "./cli-support.js"
+import * as AnthropicStandin from "./fixtures/anthropic-standin.js"
 import { fixture } from "./fixtures/fixtures.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { everythingEntry, fastOptions, fixtureEntry, makeHome, servicesLayer, waitForState } from "./host-support.js"
@@ -43,7 +44,7 @@ const engineText = (outcome: { readonly result: McpCallResult.McpCallResult }): 
  */
 const hosted = (
   servers: ReadonlyArray<McpServerEntry.McpServerEntry>,
-  standin: ModelStandin.ModelStandin | undefined,
+  standin: { readonly url: string; readonly provider?: "openai" | "anthropic" } | undefined,
   sampling: HostSampling.Options = {},
   apiKey?: string
 ) =>
@@ -61,7 +62,7 @@ const hosted = (
     if (standin !== undefined) {
       yield* withBase(Effect.flatMap(ModelSettings, (s) =>
         s.set({
-          provider: "openai",
+          provider: standin.provider ?? "openai",
           baseUrl: standin.url,
           model: "m",
           ...(apiKey === undefined ? {} : { apiKey: Redacted.make(apiKey) })
@@ -207,7 +208,46 @@ describe("sampling through the host's model", () => {
       assert.strictEqual(second[second.length - 2].tool_calls[0].function.name, "get_weather")
     }))
 
-  it.scopedLive("maxTokens is capped by the host's maximum (the approval shows both)", () =>
+  it.scopedLive("with Anthropic: the tool loop, and max_tokens / temperature / stop_sequences from the request", () =>
+    Effect.gen(function*() {
+      const standin = yield* AnthropicStandin.start([
+        AnthropicStandin.message({ toolUses: [{ id: "toolu_1", name: "get_weather", input: { city: "Oslo" } }] }),
+        AnthropicStandin.text("Cold in Oslo."),
+        AnthropicStandin.text("Hi.")
+      ])
+      const { entry } = sampleEntry()
+      const { manager } = yield* hosted([entry], { url: standin.url, provider: "anthropic" }, {
+        mode: "allow",
+        maxTokens: 150
+      })
+      const out = resultOf(textOf(yield* manager.call("mcp__sample__weather", { question: "Oslo?" })), "weather")
+      assert.deepStrictEqual(out.rounds[0].content, {
+        type: "tool_use",
+        id: "toolu_1",
+        name: "get_weather",
+        input: { city: "Oslo" }
+      })
+      assert.strictEqual(out.rounds[0].stopReason, "toolUse")
+      assert.deepStrictEqual(out.final.content, { type: "text", text: "Cold in Oslo." })
+      // The request's 200 capped at 150; the tool offered both times; the server's result read back.
+      for (const r of standin.requests) {
+        assert.strictEqual(r.body.max_tokens, 150)
+        assert.strictEqual(r.body.tools[0].name, "get_weather")
+      }
+      const last = standin.requests[1]!.body.messages.at(-1)
+      assert.strictEqual(last.role, "user")
+      assert.strictEqual(last.content[0].type, "tool_result")
+      assert.strictEqual(last.content[0].tool_use_id, "toolu_1")
+      assert.include(JSON.stringify(last.content[0].content), "Oslo: 18°C")
+      const asked = resultOf(textOf(yield* manager.call("mcp__sample__ask", { prompt: "hello" })), "ask")
+      assert.deepStrictEqual(asked.content, { type: "text", text: "Hi." })
+      const plain = standin.requests[2]!.body
+      assert.deepInclude(plain, { max_tokens: 100, temperature: 0.2, stop_sequences: ["END"] })
+      assert.strictEqual(plain.tools, undefined)
+      assert.include(JSON.stringify(plain.system), "You are a terse assistant.")
+    }))
+
+  it.scopedLive("maxTokens is capped by the host's maximum (the approval shows both); temperature and stop sequences are sent", () =>
     Effect.gen(function*() {
       const standin = yield* ModelStandin.start([ModelStandin.text("short")])
       const { entry } = sampleEntry()
@@ -218,7 +258,7 @@ describe("sampling through the host's model", () => {
       assert.deepInclude(args, { maxTokens: 50, requestedMaxTokens: 1000 })
       yield* inbox.resolve(item.id, new InboxItem.Approve({ always: false }))
       yield* Fiber.join(call)
-      assert.strictEqual(standin.requests[0]!.body.max_tokens, 50)
+      assert.deepInclude(standin.requests[0]!.body, { max_tokens: 50, temperature: 0.2, stop: ["END"] })
     }))
 
   it.scopedLive("over the per-server rate limit a request is refused at once, nobody asked", () =>

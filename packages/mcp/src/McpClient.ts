@@ -40,6 +40,7 @@ import * as McpEvents from "./McpEvents.js"
 import * as McpLog from "./McpLog.js"
 import * as Protocol from "./Protocol.js"
 import * as Roots from "./Roots.js"
+import * as Sampling from "./Sampling.js"
 import { Transport } from "./Transport.js"
 
 /** A JSON object as it came off the wire. */
@@ -288,6 +289,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     const transport = yield* Transport
     const elicitationHandler = Option.getOrUndefined(yield* Effect.serviceOption(Elicitation.ElicitationHandler))
     const roots = Option.getOrUndefined(yield* Effect.serviceOption(Roots.Roots))
+    const samplingHandler = Option.getOrUndefined(yield* Effect.serviceOption(Sampling.SamplingHandler))
     // Every line of this connection goes to the sink in place at connect time, whichever fiber logs it.
     const sink = yield* McpLog.McpLogSink
     const clock = yield* Effect.clock
@@ -306,10 +308,16 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     yield* Effect.addFinalizer(() => Effect.zipRight(PubSub.shutdown(events), PubSub.shutdown(notifications)))
 
     // --- server requests, the tool cache, the reader ---------------------------------------
-    const serverRequests = yield* ServerRequests.make(conn, elicitationHandler, {
-      pause: requests.pauseTimeouts,
-      resume: requests.resumeTimeouts
-    }, roots)
+    const serverRequests = yield* ServerRequests.make(
+      conn,
+      elicitationHandler,
+      {
+        pause: requests.pauseTimeouts,
+        resume: requests.resumeTimeouts
+      },
+      roots,
+      samplingHandler
+    )
     const cache = yield* ToolCache.make(conn, requests.request)
     const reader = Reader.make(conn, {
       requests,
@@ -327,7 +335,14 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     yield* Effect.addFinalizer(() => requests.closeWith(new McpError.McpConnectionClosed({ server: conn.server })))
 
     // --- initialize ------------------------------------------------------------------------
-    const identity = yield* initialize(conn, elicitationHandler, roots !== undefined, requests.send, requests.notify)
+    const identity = yield* initialize(
+      conn,
+      elicitationHandler,
+      roots !== undefined,
+      requests.send,
+      requests.notify,
+      samplingHandler
+    )
     const serverName = typeof identity.serverInfo.name === "string" ? identity.serverInfo.name : "unknown"
 
     // --- tasks and tools/call (what the negotiated revision has) -----------------------------

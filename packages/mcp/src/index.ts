@@ -38,6 +38,9 @@ export * as Protocol from "./Protocol.js"
 /** Roots: the folders an app lets a server work in, and how the client tells it of changes. */
 export * as Roots from "./Roots.js"
 
+/** Sampling: the handler an app provides to answer a server's `sampling/createMessage` with its model. */
+export * as Sampling from "./Sampling.js"
+
 /** The stdio transport: a child process as a scoped resource. */
 export * as StdioTransport from "./StdioTransport.js"
 

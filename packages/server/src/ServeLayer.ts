@@ -2,7 +2,8 @@
  * The composition root of `skald serve` (DESIGN §1): the one place the serve process's layers are
  * put together. From one home: the host's services (database, repositories, secret store, logs,
  * events, registration; HostServices.ts), the HTTP endpoints, the first run's demo server, the
- * inbox (its servers' elicitations go there), the MCP manager over all of them, and the RPC server at
+ * inbox (its servers' elicitations and sampling approvals go there), the host's sampling
+ * (sampling/HostSampling.ts), the MCP manager over all of them, and the RPC server at
  * `/rpc` (rpc/RpcServer.ts: the agent, built on first use from the model settings, the inbox, MCP
  * administration, the host's settings), recorded in the home once it answers (host/HostAddress.ts) so
  * the home's CLI reaches it. `skald serve` (cli/ServeHandler.ts) provides this layer and waits;
@@ -40,6 +41,7 @@ import { Inbox } from "./inbox/Inbox.js"
 import * as AgentSource from "./rpc/AgentSource.js"
 import { HostInfo } from "./rpc/HostHandlers.js"
 import * as RpcServer from "./rpc/RpcServer.js"
+import * as HostSampling from "./sampling/HostSampling.js"
 
 /** What `skald serve` runs with. */
 export interface Options {
@@ -58,6 +60,8 @@ export interface Options {
   readonly agent?: Agent.Options | undefined
   /** How long a person has to answer a server's elicitation in the inbox (default 5 min). */
   readonly elicitationDeadline?: Duration.Duration | undefined
+  /** The servers' sampling through the host's model (limits, approval deadline; mode `ask`). */
+  readonly sampling?: HostSampling.Options | undefined
   /** Told the endpoint's URL once it listens, before any server starts. */
   readonly onListening?: ((url: string) => Effect.Effect<void>) | undefined
   /** Told the demo server's name when the very first run of the home registered it. */
@@ -105,7 +109,12 @@ export const layer = (options: Options) =>
           elicitationDeadline: options.elicitationDeadline,
           mediaBaseUrl: url
         }))
-    ).pipe(Layer.provide(firstRun), Layer.provide(http))
+    ).pipe(
+      Layer.provide(firstRun),
+      Layer.provide(http),
+      // The servers' sampling requests are asked in the inbox, then answered by the host's model.
+      Layer.provide(HostSampling.layer({ mode: "ask", ...options.sampling }))
+    )
     const info = Layer.effect(
       HostInfo,
       Effect.map(Deferred.await(listening), (url) => ({

@@ -81,3 +81,9 @@ export * as InboxLog from "./inbox/InboxLog.js"
 
 /** The host servers' elicitations, posted to the inbox. */
 export * as HostedElicitation from "./inbox/HostedElicitation.js"
+
+/** The host servers' sampling requests: approved in the inbox, answered by the host's model. */
+export * as HostSampling from "./sampling/HostSampling.js"
+
+/** Where the manager gets the answerer of its servers' sampling requests. */
+export * as SamplingSource from "./host/SamplingSource.js"

@@ -10,6 +10,7 @@ import type * as Tracer from "effect/Tracer"
 import type * as Elicitation from "../Elicitation.js"
 import type { ServerIdentity } from "../McpClient.js"
 import * as Protocol from "../Protocol.js"
+import * as Sampling from "../Sampling.js"
 import type { Connection } from "./connection.js"
 import * as Span from "./span.js"
 
@@ -25,7 +26,8 @@ export const initialize = (
     late?: undefined,
     span?: Tracer.Span
   ) => Effect.Effect<unknown, McpError.McpError>,
-  notify: (method: string) => Effect.Effect<void>
+  notify: (method: string) => Effect.Effect<void>,
+  samplingHandler: Sampling.Handler | undefined = undefined
 ): Effect.Effect<ServerIdentity, McpError.McpError> =>
   Span.hot("initialize", () => Span.requestAttributes(conn.server, "initialize"), (span) =>
     Effect.gen(function*() {
@@ -36,6 +38,7 @@ export const initialize = (
           capabilities: {
             experimental: { tasks: {} },
             ...(roots ? { roots: { listChanged: true } } : {}),
+            ...(samplingHandler === undefined ? {} : { sampling: Sampling.capability(samplingHandler) }),
             ...(elicitationHandler === undefined
               ? {}
               : { elicitation: elicitationHandler.url ? { form: {}, url: {} } : { form: {} } })

@@ -1,7 +1,8 @@
 /**
- * Requests the server sends the client (`ping`, `elicitation/create`, `roots/list`): each runs in its own fiber,
- * keyed by id so `notifications/cancelled` can stop it, and gets exactly one answer — unless the
- * server cancelled it. An elicitation pauses every request's timeout while a person answers.
+ * Requests the server sends the client (`ping`, `elicitation/create`, `roots/list`,
+ * `sampling/createMessage`): each runs in its own fiber, keyed by id so `notifications/cancelled`
+ * can stop it, and gets exactly one answer — unless the server cancelled it. An elicitation or a
+ * sampling request pauses every request's timeout while a person answers (or a model writes).
  */
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
@@ -15,6 +16,7 @@ import type * as Scope from "effect/Scope"
 import * as Elicitation from "../Elicitation.js"
 import * as JsonRpc from "../JsonRpc.js"
 import type * as Roots from "../Roots.js"
+import * as Sampling from "../Sampling.js"
 import type { Connection } from "./connection.js"
 
 /** One connection's handling of server requests. */
@@ -31,7 +33,8 @@ export const make = (
   conn: Connection,
   elicitationHandler: Elicitation.Handler | undefined,
   timeouts: { readonly pause: () => void; readonly resume: () => void },
-  roots: Roots.Service | undefined
+  roots: Roots.Service | undefined,
+  samplingHandler: Sampling.Handler | undefined = undefined
 ): Effect.Effect<ServerRequests, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { log, transport } = conn
@@ -120,12 +123,29 @@ export const make = (
       )
     }
 
+    /** Answers `sampling/createMessage`: checked here, answered by the handler (timeouts paused meanwhile). */
+    const sample = (handler: Sampling.Handler, params: unknown): Effect.Effect<unknown, JsonRpc.ErrorObject> => {
+      const parsed = Sampling.parseRequest(conn.server, params, handler.tools)
+      if (Either.isLeft(parsed)) return Effect.fail(parsed.left)
+      return Effect.acquireUseRelease(
+        Effect.sync(timeouts.pause),
+        () => handler.createMessage(parsed.right),
+        () => Effect.sync(timeouts.resume)
+      ).pipe(
+        Effect.map(Sampling.encodeResult),
+        Effect.mapError((refused): JsonRpc.ErrorObject => ({ code: refused.code, message: refused.message }))
+      )
+    }
+
     const serverRequest = (message: JsonRpc.Request): Effect.Effect<unknown, JsonRpc.ErrorObject> => {
       switch (message.method) {
         case "ping":
           return Effect.succeed({})
         case "elicitation/create":
           return elicit(message.params)
+        case "sampling/createMessage":
+          if (samplingHandler === undefined) break
+          return sample(samplingHandler, message.params)
         case "roots/list":
           if (roots === undefined) break
           return Effect.map(roots.list, (list) => ({

@@ -27,6 +27,7 @@ import { ModelSettings } from "../agent/llm/ModelSettings.js"
 import * as McpManager from "../host/McpManager.js"
 import * as Approvals from "../inbox/Approvals.js"
 import { Inbox } from "../inbox/Inbox.js"
+import * as HostSampling from "../sampling/HostSampling.js"
 import type * as AgentCommands from "./AgentCommands.js"
 import * as AgentViaHost from "./AgentViaHost.js"
 import * as ApprovalPrompt from "./ApprovalPrompt.js"
@@ -118,9 +119,12 @@ const agentLayer = (home: Option.Option<string>, mode: Approvals.Mode) =>
     const hostLayer = Host.layer(home)
     // The servers' elicitations go to this process's inbox, answered by InboxPrompt.
     const inbox = Inbox.Default.pipe(Layer.provide(hostLayer))
+    // Their sampling requests too: approved like the agent's calls (the same mode), answered by the model.
+    const sampling = HostSampling.layer({ mode }).pipe(Layer.provide(hostLayer), Layer.provide(inbox))
     const manager = McpManager.McpManager.Default({ ...connect, guest: true }).pipe(
       Layer.provide(hostLayer),
-      Layer.provide(inbox)
+      Layer.provide(inbox),
+      Layer.provide(sampling)
     )
     const model = Model.layer().pipe(Layer.provide(ModelSettings.Default), Layer.provide(hostLayer))
     const prompt = mode === "ask" ? Layer.scopedDiscard(ApprovalPrompt.onTerminal) : Layer.empty

@@ -14,6 +14,7 @@ import {
   McpLog,
   type OAuth,
   Roots,
+  Sampling,
   StdioTransport,
   Transport
 } from "@skald/mcp"
@@ -51,6 +52,8 @@ export interface Sinks {
   readonly auth?: OAuth.Session | undefined
   /** Who answers the server's elicitations: with one, the client declares `elicitation` (form, url). */
   readonly elicitation?: Elicitation.Handler | undefined
+  /** Who answers the server's sampling requests: with one, the client declares `sampling` (with `tools`). */
+  readonly sampling?: Sampling.Handler | undefined
 }
 
 /** A connected server. */
@@ -103,6 +106,7 @@ export const connectResolved = (
     sinks.elicitation === undefined
       ? (e) => e
       : Effect.provideService(Elicitation.ElicitationHandler, sinks.elicitation),
+    sinks.sampling === undefined ? (e) => e : Effect.provideService(Sampling.SamplingHandler, sinks.sampling),
     Effect.timeoutFail({
       duration: options.startTimeout,
       onTimeout: () => new StartTimeout({ server, seconds: Duration.toSeconds(options.startTimeout) })

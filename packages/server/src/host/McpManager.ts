@@ -46,6 +46,7 @@ import * as MediaStore from "./MediaStore.js"
 import * as Orphans from "./Orphans.js"
 import { Paths } from "./Paths.js"
 import * as Redactor from "./Redactor.js"
+import { SamplingSource } from "./SamplingSource.js"
 import * as SecretNames from "./SecretNames.js"
 import * as SecretStoreModule from "./SecretStore.js"
 import { SecretStore } from "./SecretStore.js"
@@ -82,7 +83,9 @@ export interface Options extends Connector.Options {
   /**
    * How long a person has to answer a server's elicitation (default 5 min; then `cancel`). The
    * servers declare elicitation only when an `Inbox` is in the manager's context: their requests
-   * become inbox items (inbox/HostedElicitation.ts).
+   * become inbox items (inbox/HostedElicitation.ts). Likewise sampling: with a `SamplingSource` in
+   * the context (sampling/HostSampling.ts), servers connected while a model is configured declare
+   * `sampling` and are answered by the host's model, each request approved in the inbox.
    */
   readonly elicitationDeadline?: Duration.DurationInput | undefined
 }
@@ -241,6 +244,8 @@ const make = (
     const inbox = yield* Effect.serviceOption(Inbox)
     const elicitationDeadline = options.elicitationDeadline ?? HostedElicitation.DEFAULT_DEADLINE
     const elicitation = Option.map(inbox, (i) => HostedElicitation.make(i, elicitationDeadline))
+    // Sampling goes to the host's model when there is a source (sampling/HostSampling.ts) and a model.
+    const sampling = yield* Effect.serviceOption(SamplingSource)
     // Stdio servers get the home's server environment, not this process's (ServerEnvironment.ts).
     const connectOptions: Connector.Options = {
       ...options,
@@ -340,9 +345,14 @@ const make = (
         // next host needs to find it if this one is killed (even while it is still starting).
         let group: { pid?: number; pgid?: number; startTime?: number } = {}
         const auth = yield* Connector.oauthFor(name, resolved).pipe(Effect.provideService(SecretStore, secretStore))
+        // Declared only while a model is configured: a server connected before one was set gets it on restart.
+        const samplingHandler = Option.isSome(sampling) && (yield* sampling.value.available)
+          ? sampling.value.handler
+          : undefined
         const connection = yield* Connector.connectResolved(name, resolved, connectOptions, {
           auth,
           elicitation: Option.getOrUndefined(elicitation),
+          sampling: samplingHandler,
           log: logs.sink(name, resolved.secrets),
           events: recorder.sink,
           spawned: (pid) => {

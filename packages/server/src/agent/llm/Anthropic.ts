@@ -48,6 +48,7 @@ import type * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import { GenerationConfig } from "./GenerationConfig.js"
 import * as Wire from "./internal/anthropicWire.js"
 import { retryAfterMillis } from "./internal/retryAfter.js"
 import * as StreamParts from "./StreamParts.js"
@@ -245,8 +246,20 @@ export const make = Effect.fn("Anthropic.make")(function*(options: Options) {
     model: options.model,
     config: { max_tokens: options.maxTokens ?? defaults.maxTokens }
   }).pipe(Effect.provideService(AnthropicClient.AnthropicClient, client))
+  // A request's own generation settings (GenerationConfig.ts) override the layer's.
+  const overrides = Effect.map(GenerationConfig, (config) => ({
+    ...(config.maxTokens === undefined ? {} : { max_tokens: config.maxTokens }),
+    ...(config.temperature === undefined ? {} : { temperature: config.temperature }),
+    ...(config.stopSequences === undefined ? {} : { stop_sequences: [...config.stopSequences] })
+  }))
   const service = LanguageModel.LanguageModel.of({
     ...model,
+    generateText: ((generateOptions: Parameters<LanguageModel.Service["generateText"]>[0]) =>
+      Effect.flatMap(overrides, (config) =>
+        AnthropicLanguageModel.withConfigOverride(
+          model.generateText(generateOptions),
+          config
+        ))) as LanguageModel.Service["generateText"],
     streamText: ((streamOptions: Parameters<LanguageModel.Service["streamText"]>[0]) =>
       model.streamText(streamOptions).pipe(
         Stream.mapEffect((part) =>

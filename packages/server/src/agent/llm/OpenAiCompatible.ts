@@ -44,6 +44,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import { GenerationConfig } from "./GenerationConfig.js"
 import * as Wire from "./internal/openAiWire.js"
 import * as StreamParts from "./StreamParts.js"
 
@@ -231,10 +232,11 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
             description: `The schema of the structured output has no JSON Schema form: ${causeMessage(cause)}`
           })
       }).pipe(
-        Effect.map((schema) =>
+        Effect.zip(GenerationConfig),
+        Effect.map(([schema, config]) =>
           HttpClientRequest.bodyUnsafeJson(
             baseRequest,
-            Wire.requestBody(options.model, providerOptions, messages, schema)
+            Wire.requestBody(options.model, providerOptions, messages, schema, config)
           )
         )
       )

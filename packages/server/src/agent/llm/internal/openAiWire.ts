@@ -16,6 +16,7 @@ import * as DateTime from "effect/DateTime"
 import * as Either from "effect/Either"
 import * as Encoding from "effect/Encoding"
 import * as Option from "effect/Option"
+import type * as GenerationConfig from "../GenerationConfig.js"
 
 /** A chunk's `created` (seconds since the epoch) as an ISO timestamp; nothing when it is not a valid time. */
 const createdAt = (created: unknown): { readonly timestamp?: string } =>
@@ -187,7 +188,8 @@ export const requestBody = (
   model: string,
   options: LanguageModel.ProviderOptions,
   wireMessages: ReadonlyArray<WireMessage>,
-  responseFormatSchema: unknown
+  responseFormatSchema: unknown,
+  config: GenerationConfig.Config = {}
 ): Record<string, unknown> => {
   const body: Record<string, unknown> = {
     model,
@@ -195,6 +197,9 @@ export const requestBody = (
     stream: true,
     stream_options: { include_usage: true }
   }
+  if (config.maxTokens !== undefined) body.max_tokens = config.maxTokens
+  if (config.temperature !== undefined) body.temperature = config.temperature
+  if (config.stopSequences !== undefined && config.stopSequences.length > 0) body.stop = config.stopSequences
   if (options.tools.length > 0) {
     body.tools = tools(options.tools)
     const choice = toolChoice(options.toolChoice)

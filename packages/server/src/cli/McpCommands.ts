@@ -221,7 +221,7 @@ export type ToolsArgs = Command.Command.ParseConfig<typeof toolsConfig>
 
 const tools = Command.make("tools", toolsConfig, Lazy.handler(() => import("./McpHandlers.js"), (m) => m.tools)).pipe(
   Command.withDescription(Help.about({
-    summary: "List the tools of a registered server, connecting it in this process.",
+    summary: "List the tools of a registered server: the running host's connection, else connecting it here.",
     usage: ["skald mcp tools [options] NAME"],
     examples: ["skald mcp tools weather", "skald mcp tools weather --json"]
   }))

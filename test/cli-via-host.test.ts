@@ -193,6 +193,9 @@ const scenario = (path: Path) =>
     const events = yield* cli("events", "--json", "--verbose")
     assert.deepStrictEqual([events.status, events.stdout], [0, "[]\n"])
     assert.include(events.stderr, host === undefined ? "in this process" : "via the host at")
+    const badLimit = yield* cli("events", "--limit", "0")
+    out.badLimit = `${badLimit.status}\n${badLimit.stdout}\n${badLimit.stderr}`
+    assert.deepStrictEqual([badLimit.status, badLimit.stderr], [2, "skald: --limit takes a positive number, got 0\n"])
 
     // A session made by a turn (in the host, or here), listed, shown and removed.
     const turn = yield* cli("agent", "run", "hello")

@@ -6,6 +6,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import { UsageError } from "./CliError.js"
 import type { EventsArgs } from "./Events.js"
 import { stdout } from "./Io.js"
 import * as McpAdmin from "./McpAdmin.js"
@@ -15,6 +16,9 @@ import * as Output from "./Output.js"
 export const events = ({ json, limit, pending, ...args }: EventsArgs) =>
   Effect.scoped(
     Effect.gen(function*() {
+      if (Option.isSome(limit) && limit.value < 1) {
+        return yield* new UsageError({ message: `--limit takes a positive number, got ${limit.value}` })
+      }
       const admin = yield* McpAdmin.open(args)
       const events = yield* admin.events({ pending, limit: Option.getOrUndefined(limit) })
       if (json) return yield* stdout(Output.json(events))

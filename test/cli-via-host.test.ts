@@ -107,6 +107,37 @@ const scenario = (path: Path) =>
     out.badRoot = `${badRoot.status}\n${badRoot.stdout}\n${badRoot.stderr}`
     assert.strictEqual(badRoot.status, 2)
     assert.include(badRoot.stderr, "skald: invalid MCP server: the root \"/nonexistent-skald-root\" is not a folder")
+    // An HTTP server's OAuth client and roots (relative: made absolute from the CLI's folder) go through whole.
+    const web = yield* cli(
+      "mcp",
+      "add",
+      "web",
+      "--http",
+      "http://127.0.0.1:9/mcp",
+      "--oauth-client-id",
+      "skald-web",
+      "--oauth-client-secret",
+      "${WEB_SECRET}",
+      "--oauth-scope",
+      "read write",
+      "--root",
+      "test"
+    )
+    assert.strictEqual(web.status, 0, web.stderr)
+    const webShown = JSON.parse((yield* cli("mcp", "show", "web", "--json")).stdout) as Record<string, unknown>
+    const configured = Object.fromEntries(
+      ["name", "enabled", "roots", "transport", "url", "oauth"].map((key) => [key, webShown[key]])
+    )
+    assert.deepStrictEqual(configured, {
+      name: "web",
+      enabled: true,
+      roots: [`${root}/test`],
+      transport: "http",
+      url: "http://127.0.0.1:9/mcp",
+      oauth: { clientId: "skald-web", clientSecret: "${WEB_SECRET}", scope: "read write" }
+    })
+    out.web = JSON.stringify(configured)
+    assert.strictEqual((yield* cli("mcp", "rm", "web")).status, 0)
     const ghost = yield* cli("mcp", "show", "ghost")
     out.ghost = `${ghost.status}\n${ghost.stdout}\n${ghost.stderr}`
     assert.strictEqual(ghost.status, 2)

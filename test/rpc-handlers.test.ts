@@ -180,6 +180,8 @@ describe("RPC handlers", () => {
       const tools = yield* client.Mcp.Tools({ name: "echo" })
       assert.include(tools.map((t) => t.name), "mcp__echo__echo")
       assert.isTrue(tools.every((t) => t.server === "echo"))
+      // Each tool also exactly as the server sent it (what `skald mcp tools --json` prints).
+      assert.isTrue(tools.every((t) => t.wire?.name === t.tool.name && "inputSchema" in t.wire))
       yield* client.Mcp.SetEnabled({ name: "media", enabled: false })
       yield* waitForState(manager, "media", "disabled")
       yield* client.Mcp.SetEnabled({ name: "media", enabled: true })
@@ -193,11 +195,14 @@ describe("RPC handlers", () => {
         name: "echo2",
         transport: { _tag: "stdio", command: shown.command!, args: shown.args!, secretEnv: { TOKEN: "s3cret" } }
       })
-      assert.deepStrictEqual(added, { replaced: false, storedSecrets: ["MCP_ECHO2__TOKEN"] })
+      assert.deepStrictEqual(added, { replaced: false, storedSecrets: ["MCP_ECHO2__TOKEN"], droppedSecrets: [] })
       yield* waitForState(manager, "echo2", "connected")
       assert.notInclude(JSON.stringify(yield* client.Mcp.Show({ name: "echo2" })), "s3cret")
-      yield* client.Mcp.Remove({ name: "echo2" })
+      assert.deepStrictEqual(yield* client.Mcp.Remove({ name: "echo2" }), { removedSecrets: ["MCP_ECHO2__TOKEN"] })
       yield* waitForState(manager, "echo2", "absent")
+      // The log of a server removed since is still given; a name with neither is ServerNotFound.
+      assert.include((yield* collect(client.Mcp.Logs({ name: "echo2" }))).join(""), "echo fixture: ready")
+      assert.strictEqual((yield* Effect.flip(collect(client.Mcp.Logs({ name: "never" }))))._tag, "ServerNotFound")
       const version = yield* client.Host.Version()
       assert.strictEqual(version.version, "test")
     }))

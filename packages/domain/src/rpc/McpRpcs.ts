@@ -13,19 +13,31 @@ import { McpTool } from "../McpTool.js"
 import * as ServerName from "../ServerName.js"
 import * as RpcErrors from "./RpcErrors.js"
 
+/** An HTTP server's OAuth client settings: a pre-registered client id, its secret, the scope and grant to ask for. */
+export const OAuthSettings = Schema.Struct({
+  clientId: Schema.optionalWith(Schema.String, { exact: true }),
+  clientSecret: Schema.optionalWith(Schema.String, { exact: true }),
+  scope: Schema.optionalWith(Schema.String, { exact: true }),
+  grant: Schema.optionalWith(Schema.Literal("authorization_code", "client_credentials"), { exact: true })
+})
+
 /** A registered server as it may be shown: `${NAME}` references as stored, never secret values. */
 export class ServerDescription extends Schema.Class<ServerDescription>("@skald/domain/rpc/ServerDescription")({
   name: Schema.String,
   friendlyName: Schema.optionalWith(Schema.String, { exact: true }),
   description: Schema.optionalWith(Schema.String, { exact: true }),
   enabled: Schema.Boolean,
+  /** The folders offered to the server as MCP roots (absolute). */
+  roots: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
   transport: Schema.Literal("stdio", "http"),
   command: Schema.optionalWith(Schema.String, { exact: true }),
   args: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
   env: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { exact: true }),
   url: Schema.optionalWith(Schema.String, { exact: true }),
   /** A `${NAME}` reference, or a placeholder for a literal key. */
-  apiKey: Schema.optionalWith(Schema.String, { exact: true })
+  apiKey: Schema.optionalWith(Schema.String, { exact: true }),
+  /** The OAuth client settings; the secret as its `${NAME}` reference (or a placeholder). */
+  oauth: Schema.optionalWith(OAuthSettings, { exact: true })
 }) {}
 
 const Env = Schema.Record({ key: Schema.String, value: Schema.String })
@@ -43,7 +55,9 @@ export const HttpTransport = Schema.TaggedStruct("http", {
   url: Schema.String,
   /** Sent as `Authorization: Bearer <apiKey>`. */
   apiKey: Schema.optionalWith(Schema.String, { exact: true }),
-  apiKeyVariable: Schema.optionalWith(Schema.String, { exact: true })
+  apiKeyVariable: Schema.optionalWith(Schema.String, { exact: true }),
+  /** OAuth client settings (`clientSecret`: a `${NAME}` reference, or a literal moved into the store). */
+  oauth: Schema.optionalWith(OAuthSettings, { exact: true })
 })
 
 /** A registrable server name (the rule of `ServerName`, as a plain string). */
@@ -106,7 +120,9 @@ const CheckedHttp = Schema.TaggedStruct("http", {
 export class ToolInfo extends Schema.Class<ToolInfo>("@skald/domain/rpc/ToolInfo")({
   name: Schema.String,
   server: Schema.String,
-  tool: McpTool
+  tool: McpTool,
+  /** The tool exactly as the server sent it in `tools/list`. */
+  wire: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { exact: true })
 }) {}
 
 /** An event a server pushed (an `event/*` notification), as stored. */
@@ -143,12 +159,16 @@ export const Add = Rpc.make("Mcp.Add", {
     description: Schema.optionalWith(Schema.String, { exact: true }),
     friendlyName: Schema.optionalWith(Schema.String, { exact: true }),
     enabled: Schema.optionalWith(Schema.Boolean, { exact: true }),
+    /** Folders offered to the server as MCP roots: absolute paths (a relative one is the host's, not the client's). */
+    roots: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
     replace: Schema.optionalWith(Schema.Boolean, { exact: true })
   }),
   success: Schema.Struct({
     replaced: Schema.Boolean,
     /** The names of the secrets literal values were moved into. */
-    storedSecrets: Schema.Array(Schema.String)
+    storedSecrets: Schema.Array(Schema.String),
+    /** Replacing: the secrets moved in for the old registration that the new one no longer uses, removed. */
+    droppedSecrets: Schema.Array(Schema.String)
   }),
   error: Schema.Union(RpcErrors.ServerExists, RpcErrors.InvalidServer, RpcErrors.HostFailure)
 })
@@ -172,15 +192,17 @@ export const SetEnabled = Rpc.make("Mcp.SetEnabled", {
   error: NameErrors
 })
 
-/** Unregisters a server (and the secrets moved in for it) and disconnects it. */
+/** Unregisters a server (and the secrets moved in for it, named in `removedSecrets`) and disconnects it. */
 export const Remove = Rpc.make("Mcp.Remove", {
   payload: { name: Schema.String },
+  success: Schema.Struct({ removedSecrets: Schema.Array(Schema.String) }),
   error: NameErrors
 })
 
-/** Restarts a server now (a failed one is retried at once); a disabled one stays off. */
+/** Restarts a server now (a failed one is retried at once); a disabled one stays off (`enabled: false`). */
 export const Restart = Rpc.make("Mcp.Restart", {
   payload: { name: Schema.String },
+  success: Schema.Struct({ enabled: Schema.Boolean }),
   error: NameErrors
 })
 
@@ -193,7 +215,8 @@ export const Tools = Rpc.make("Mcp.Tools", {
 
 /**
  * A server's log file as text: the last `tailBytes` of it (default 64 KiB; cut at a line start),
- * then, with `follow`, what is appended, as it comes. Without `follow` the stream ends.
+ * then, with `follow`, what is appended, as it comes. Without `follow` the stream ends. The log of
+ * a server removed since is still given; a name with neither a registration nor a log is `ServerNotFound`.
  */
 export const Logs = Rpc.make("Mcp.Logs", {
   payload: Schema.Struct({

@@ -16,7 +16,7 @@ const sessionId = Args.text({ name: "ID" }).pipe(Args.withDescription("The sessi
 
 const load = () => import("./AgentHandlers.js")
 
-const listConfig = { json, home: Host.home }
+const listConfig = { json, home: Host.home, verbose: Host.verbose }
 
 /** What `skald sessions list` parsed. */
 export type ListArgs = Command.Command.ParseConfig<typeof listConfig>
@@ -30,7 +30,7 @@ const list = Command.make("list", listConfig, Lazy.handler(load, (m) => m.list))
   }))
 )
 
-const showConfig = { id: sessionId, json, home: Host.home }
+const showConfig = { id: sessionId, json, home: Host.home, verbose: Host.verbose }
 
 /** What `skald sessions show` parsed. */
 export type ShowArgs = Command.Command.ParseConfig<typeof showConfig>
@@ -48,7 +48,7 @@ const show = Command.make("show", showConfig, Lazy.handler(load, (m) => m.show))
   }))
 )
 
-const rmConfig = { id: sessionId, home: Host.home }
+const rmConfig = { id: sessionId, home: Host.home, verbose: Host.verbose }
 
 /** What `skald sessions rm` parsed. */
 export type RmArgs = Command.Command.ParseConfig<typeof rmConfig>

@@ -33,12 +33,12 @@ import * as AgentViaHost from "./AgentViaHost.js"
 import * as ApprovalPrompt from "./ApprovalPrompt.js"
 import { ExitStatus, ExitWith, UsageError } from "./CliError.js"
 import * as Elicit from "./Elicit.js"
+import * as HostPath from "./HostPath.js"
 import * as Host from "./HostRuntime.js"
 import * as InboxPrompt from "./InboxPrompt.js"
 import { reportFailures, stderr, stdout } from "./Io.js"
 import * as Output from "./Output.js"
-
-const storeLayer = (home: Option.Option<string>) => ChatStore.Default.pipe(Layer.provide(Host.layer(home)))
+import * as SessionsAdmin from "./SessionsAdmin.js"
 
 /** How much of a result `show` prints in text. */
 const PREVIEW = 200
@@ -48,59 +48,46 @@ const oneLine = (text: string, max: number): string => {
   return flat.length <= max ? flat : `${flat.slice(0, max)}…`
 }
 
-const noSession = (id: string) =>
-  new UsageError({ message: `no chat session has the id ${id}; see \`skald sessions list\`` })
+/** Runs a `sessions` command with the sessions of its path (SessionsAdmin.ts). */
+const withSessions = (
+  args: { readonly home: Option.Option<string>; readonly verbose: boolean },
+  use: (sessions: SessionsAdmin.Sessions) => Effect.Effect<void, unknown>
+) => Effect.scoped(Effect.flatMap(SessionsAdmin.open(args), use)).pipe(reportFailures)
 
 /** `skald sessions list`. */
-export const list = ({ home, json }: AgentCommands.ListArgs) =>
-  Effect.gen(function*() {
-    const sessions = yield* (yield* ChatStore).listSessions
-    if (json) return yield* stdout(Output.json(sessions))
-    if (sessions.length === 0) return
-    yield* stdout(
-      sessions.map((s) => [s.id, s.agent, s.updatedAt, ...(s.title === undefined ? [] : [s.title])].join("  "))
-        .join("\n")
-    )
-  }).pipe(Effect.provide(storeLayer(home)), reportFailures)
+export const list = (args: AgentCommands.ListArgs) =>
+  withSessions(args, (store) =>
+    Effect.gen(function*() {
+      const sessions = yield* store.list
+      if (args.json) return yield* stdout(Output.json(sessions))
+      if (sessions.length === 0) return
+      yield* stdout(
+        sessions.map((s) => [s.id, s.agent, s.updatedAt, ...(s.title === undefined ? [] : [s.title])].join("  "))
+          .join("\n")
+      )
+    }))
 
 /** `skald sessions show`. */
-export const show = ({ home, id, json }: AgentCommands.ShowArgs) =>
-  Effect.gen(function*() {
-    const store = yield* ChatStore
-    const found = yield* store.getSession(id)
-    if (Option.isNone(found)) return yield* noSession(id)
-    const messages = yield* store.history(id)
-    if (json) {
-      return yield* stdout(Output.json({
-        session: found.value,
-        messages: messages.map((m) => ({
-          seq: m.seq,
-          role: m.role,
-          text: m.text,
-          createdAt: m.createdAt,
-          calls: m.calls
-        }))
-      }))
-    }
-    const session = found.value
-    const lines = [`session ${session.id} (agent ${session.agent}, started ${session.createdAt})`]
-    for (const m of messages) {
-      lines.push("")
-      lines.push(`${m.role}:${m.text.length === 0 ? "" : ` ${m.text}`}`)
-      for (const c of m.calls) {
-        lines.push(`  tool ${c.name} ${JSON.stringify(c.arguments)} → ${c.status}`)
-        if (c.result !== undefined) lines.push(`    ${oneLine(c.result, PREVIEW)}`)
+export const show = ({ id, json, ...args }: AgentCommands.ShowArgs) =>
+  withSessions(args, (store) =>
+    Effect.gen(function*() {
+      const { messages, session } = yield* store.show(id)
+      if (json) return yield* stdout(Output.json({ session, messages }))
+      const lines = [`session ${session.id} (agent ${session.agent}, started ${session.createdAt})`]
+      for (const m of messages) {
+        lines.push("")
+        lines.push(`${m.role}:${m.text.length === 0 ? "" : ` ${m.text}`}`)
+        for (const c of m.calls) {
+          lines.push(`  tool ${c.name} ${JSON.stringify(c.arguments)} → ${c.status}`)
+          if (c.result !== undefined) lines.push(`    ${oneLine(c.result, PREVIEW)}`)
+        }
       }
-    }
-    yield* stdout(lines.join("\n"))
-  }).pipe(Effect.provide(storeLayer(home)), reportFailures)
+      yield* stdout(lines.join("\n"))
+    }))
 
 /** `skald sessions rm`. */
-export const rm = ({ home, id }: AgentCommands.RmArgs) =>
-  Effect.gen(function*() {
-    if (!(yield* (yield* ChatStore).removeSession(id))) return yield* noSession(id)
-    yield* stderr(`skald: removed session ${id}`)
-  }).pipe(Effect.provide(storeLayer(home)), reportFailures)
+export const rm = ({ id, ...args }: AgentCommands.RmArgs) =>
+  withSessions(args, (store) => Effect.zipRight(store.remove(id), stderr(`skald: removed session ${id}`)))
 
 /**
  * What an approval becomes (inbox/Approvals.ts): the `--approve` flag, else `ask` when a person is
@@ -204,24 +191,20 @@ type Turn<R> = (input: RunInput, onEvent: (event: TurnEvent.TurnEvent) => Effect
   R
 >
 
-/** Where the turns run: the running host of the home (said on stderr), else this process (said with --verbose). */
+/** Where the turns run: the running host of the home (always said on stderr), else this process (said with --verbose). */
 const where = <A, E, R>(
   args: { readonly home: Option.Option<string>; readonly verbose: boolean },
   inProcess: Effect.Effect<A, E, R>,
   viaHost: (host: Effect.Effect.Success<ReturnType<typeof AgentViaHost.connect>>) => Effect.Effect<A, E, Scope.Scope>
 ) =>
   Effect.flatMap(
-    AgentViaHost.find(args.home),
+    HostPath.find(args.home),
     Option.match({
-      onNone: () =>
-        Effect.zipRight(
-          args.verbose ? stderr("skald: in this process (no `skald serve` runs for this home)") : Effect.void,
-          inProcess
-        ),
-      onSome: (url) =>
+      onNone: () => Effect.zipRight(args.verbose ? stderr(HostPath.inProcessLine) : Effect.void, inProcess),
+      onSome: ({ url }) =>
         Effect.gen(function*() {
           const host = yield* AgentViaHost.connect(url)
-          yield* stderr(`skald: via the host at ${url}`)
+          yield* stderr(HostPath.viaHostLine(url))
           return yield* viaHost(host)
         }).pipe(Effect.scoped)
     })

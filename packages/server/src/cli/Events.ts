@@ -13,7 +13,8 @@ const eventsConfig = {
   json: Options.boolean("json").pipe(Options.withDescription("Print a JSON array of the events.")),
   pending: Options.boolean("pending").pipe(Options.withDescription("Only the events not processed yet.")),
   limit: Options.integer("limit").pipe(Options.withDescription("At most this many (oldest first)."), Options.optional),
-  home: Host.home
+  home: Host.home,
+  verbose: Host.verbose
 }
 
 /** What `skald events` parsed. */

@@ -6,21 +6,21 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { EventRepo } from "../host/EventRepo.js"
+import { UsageError } from "./CliError.js"
 import type { EventsArgs } from "./Events.js"
-import * as Host from "./HostRuntime.js"
 import { stdout } from "./Io.js"
+import * as McpAdmin from "./McpAdmin.js"
 import * as Output from "./Output.js"
 
-/** `skald events`. */
-export const events = ({ home, json, limit, pending }: EventsArgs) =>
-  Host.run(
-    home,
+/** `skald events`: the running host's (`Mcp.Events`) when one runs for the home, else the home's database. */
+export const events = ({ json, limit, pending, ...args }: EventsArgs) =>
+  Effect.scoped(
     Effect.gen(function*() {
-      const events = yield* (yield* EventRepo).list({
-        pending,
-        ...(Option.isSome(limit) ? { limit: limit.value } : {})
-      })
+      if (Option.isSome(limit) && limit.value < 1) {
+        return yield* new UsageError({ message: `--limit takes a positive number, got ${limit.value}` })
+      }
+      const admin = yield* McpAdmin.open(args)
+      const events = yield* admin.events({ pending, limit: Option.getOrUndefined(limit) })
       if (json) return yield* stdout(Output.json(events))
       if (events.length === 0) return
       yield* stdout(

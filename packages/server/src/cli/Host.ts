@@ -12,3 +12,11 @@ export const home = Options.text("home").pipe(
   Options.withDescription("The Skald home: data/, logs/ and secrets/ live here (default $SKALD_HOME, else .)."),
   Options.optional
 )
+
+/** `--verbose`: says on stderr which path a command with two paths took (HostPath.ts). */
+export const verbose = Options.boolean("verbose").pipe(
+  Options.withAlias("v"),
+  Options.withDescription(
+    "Say on stderr which path this takes: via the running host (`skald serve` of the home) or in this process."
+  )
+)

@@ -155,7 +155,8 @@ const addConfig = {
   replace: Options.boolean("replace").pipe(
     Options.withDescription("Replace the server of that name if one is registered (without it: refused).")
   ),
-  home: Host.home
+  home: Host.home,
+  verbose: Host.verbose
 }
 
 /** What `skald mcp add` parsed. */
@@ -180,7 +181,7 @@ const add = Command.make("add", addConfig, Lazy.handler(() => import("./McpHandl
   }))
 )
 
-const listConfig = { json, home: Host.home }
+const listConfig = { json, home: Host.home, verbose: Host.verbose }
 
 /** What `skald mcp list` parsed. */
 export type ListArgs = Command.Command.ParseConfig<typeof listConfig>
@@ -194,12 +195,12 @@ const list = Command.make("list", listConfig, Lazy.handler(() => import("./McpHa
   }))
 )
 
-const nameConfig = { name: serverName, home: Host.home }
+const nameConfig = { name: serverName, home: Host.home, verbose: Host.verbose }
 
 /** What `skald mcp enable|disable|restart|rm` parsed. */
 export type NameArgs = Command.Command.ParseConfig<typeof nameConfig>
 
-const showConfig = { name: serverName, json, home: Host.home }
+const showConfig = { name: serverName, json, home: Host.home, verbose: Host.verbose }
 
 /** What `skald mcp show` parsed. */
 export type ShowArgs = Command.Command.ParseConfig<typeof showConfig>
@@ -213,14 +214,14 @@ const show = Command.make("show", showConfig, Lazy.handler(() => import("./McpHa
   }))
 )
 
-const toolsConfig = { name: serverName, json, home: Host.home }
+const toolsConfig = { name: serverName, json, home: Host.home, verbose: Host.verbose }
 
 /** What `skald mcp tools` parsed. */
 export type ToolsArgs = Command.Command.ParseConfig<typeof toolsConfig>
 
 const tools = Command.make("tools", toolsConfig, Lazy.handler(() => import("./McpHandlers.js"), (m) => m.tools)).pipe(
   Command.withDescription(Help.about({
-    summary: "List the tools of a registered server, connecting it in this process.",
+    summary: "List the tools of a registered server: the running host's connection, else connecting it here.",
     usage: ["skald mcp tools [options] NAME"],
     examples: ["skald mcp tools weather", "skald mcp tools weather --json"]
   }))
@@ -375,13 +376,19 @@ const login = Command.make("login", loginConfig, Lazy.handler(() => import("./Mc
   }))
 )
 
-const logout = Command.make("logout", nameConfig, Lazy.handler(() => import("./McpHandlers.js"), (m) => m.logout)).pipe(
-  Command.withDescription(Help.about({
-    summary: "Forget an HTTP server's OAuth tokens and registered client (the next connection asks again).",
-    usage: ["skald mcp logout [options] NAME"],
-    examples: ["skald mcp logout notion"]
-  }))
-)
+const logoutConfig = { name: serverName, home: Host.home }
+
+/** What `skald mcp logout` parsed. */
+export type LogoutArgs = Command.Command.ParseConfig<typeof logoutConfig>
+
+const logout = Command.make("logout", logoutConfig, Lazy.handler(() => import("./McpHandlers.js"), (m) => m.logout))
+  .pipe(
+    Command.withDescription(Help.about({
+      summary: "Forget an HTTP server's OAuth tokens and registered client (the next connection asks again).",
+      usage: ["skald mcp logout [options] NAME"],
+      examples: ["skald mcp logout notion"]
+    }))
+  )
 
 const logsConfig = {
   name: serverName,
@@ -389,7 +396,8 @@ const logsConfig = {
     Options.withAlias("f"),
     Options.withDescription("Keep printing new lines as they are written.")
   ),
-  home: Host.home
+  home: Host.home,
+  verbose: Host.verbose
 }
 
 /** What `skald mcp logs` parsed. */

@@ -11,34 +11,33 @@ import { McpServerEntry, ServerName } from "@skald/domain"
 import { Elicitation } from "@skald/mcp"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as Os from "node:os"
 import * as Browser from "../host/Browser.js"
 import * as ConfigImportFile from "../host/ConfigImportFile.js"
 import type * as Connector from "../host/Connector.js"
-import { UnknownServer } from "../host/HostError.js"
-import { McpServerRepo } from "../host/McpServerRepo.js"
 import * as MediaStore from "../host/MediaStore.js"
 import * as OAuthTokens from "../host/OAuthTokens.js"
 import * as OneOffConnection from "../host/OneOffConnection.js"
 import { Paths } from "../host/Paths.js"
 import * as Registration from "../host/Registration.js"
 import * as SecretNames from "../host/SecretNames.js"
-import * as ServerList from "../host/ServerList.js"
-import { ServerLogs } from "../host/ServerLogs.js"
-import * as ServerSecrets from "../host/ServerSecrets.js"
+import * as ServerLogs from "../host/ServerLogs.js"
 import * as CallParse from "./CallParse.js"
 import { ExitStatus, ExitWith, statusHint, UsageError } from "./CliError.js"
 import * as Elicit from "./Elicit.js"
 import * as Host from "./HostRuntime.js"
 import { readStdin, stderr, stdout, stdoutBytes } from "./Io.js"
+import * as McpAdmin from "./McpAdmin.js"
 import type {
   AddArgs,
   CallArgs,
   ImportArgs,
   ListArgs,
   LoginArgs,
+  LogoutArgs,
   LogsArgs,
   NameArgs,
   ShowArgs,
@@ -143,28 +142,40 @@ const addRequest = (o: {
     } satisfies Registration.Request as Registration.Request
   })
 
+/** The home's folders (no database). */
+const HostPaths = (home: Option.Option<string>) => Paths.Default(home).pipe(Layer.orDie)
+
+/** Text on stdout as it is (a log's text, which carries its own newlines). */
+const stdoutText = (text: string) => Effect.sync(() => void process.stdout.write(text))
+
+/** Runs a command with the admin of its path (McpAdmin.ts): the running host's, else this process's. */
+const withAdmin = <A>(
+  args: { readonly home: Option.Option<string>; readonly verbose: boolean },
+  use: (admin: McpAdmin.Admin) => Effect.Effect<A, unknown>
+) => Effect.scoped(Effect.flatMap(McpAdmin.open(args), use))
+
 /** `skald mcp add`. */
 export const add = (o: AddArgs) =>
-  Host.run(
-    o.home,
-    Effect.gen(function*() {
-      const request = yield* addRequest(o)
-      const done = yield* (yield* Registration.Registration).register(request)
-      for (const secret of done.secrets) {
-        yield* stderr(`skald: stored the secret value as ${secret.name} (referenced as \${${secret.name}})`)
-      }
-      if (done.droppedSecrets.length > 0) {
-        yield* stderr(`skald: removed the stored secrets it no longer uses: ${done.droppedSecrets.join(", ")}`)
-      }
-      const host = yield* ServerList.hostRunning()
-      const what = `${done.replaced ? "replaced" : "registered"} '${done.entry.name}'`
-      yield* stderr(
-        Option.isSome(host)
-          ? `skald: ${what}; the running host (pid ${host.value}) connects it`
-          : `skald: ${what}; start \`skald serve\` to connect it`
-      )
-    })
-  )
+  Effect.gen(function*() {
+    // The flags are checked (and stdin read) before any path is chosen.
+    const request = yield* addRequest(o)
+    return yield* withAdmin(o, (admin) =>
+      Effect.gen(function*() {
+        const done = yield* admin.add(request)
+        for (const secret of done.storedSecrets) {
+          yield* stderr(`skald: stored the secret value as ${secret} (referenced as \${${secret}})`)
+        }
+        if (done.droppedSecrets.length > 0) {
+          yield* stderr(`skald: removed the stored secrets it no longer uses: ${done.droppedSecrets.join(", ")}`)
+        }
+        const what = `${done.replaced ? "replaced" : "registered"} '${done.name}'`
+        yield* stderr(
+          Option.isSome(done.host)
+            ? `skald: ${what}; the running host (pid ${done.host.value}) connects it`
+            : `skald: ${what}; start \`skald serve\` to connect it`
+        )
+      }))
+  })
 
 const stateText = (s: McpServerEntry.ServerSummary): string => {
   const state = s.state === "host-not-running" ? "host not running" : s.state
@@ -179,28 +190,14 @@ const printStatusHint = (summary: McpServerEntry.ServerSummary) => {
 }
 
 /** A server as `show --json` and each element of `list --json` print it: configuration and status. */
-const serverJson = (entry: McpServerEntry.McpServerEntry, summary: McpServerEntry.ServerSummary | undefined) => ({
-  ...Registration.describe(entry),
-  ...summary
-})
-
-/** Every registered server: its status, and its entry (configuration, references as stored). */
-const listed = Effect.gen(function*() {
-  const summaries = yield* ServerList.summaries()
-  const entries = new Map((yield* (yield* McpServerRepo).list).map((e) => [e.name as string, e]))
-  return summaries.flatMap((summary) => {
-    const entry = entries.get(summary.name)
-    return entry === undefined ? [] : [{ summary, entry }]
-  })
-})
+const serverJson = ({ description, summary }: McpAdmin.Server) => ({ ...description, ...summary })
 
 /** `skald mcp list`. */
-export const list = ({ home, json }: ListArgs) =>
-  Host.run(
-    home,
+export const list = (args: ListArgs) =>
+  withAdmin(args, (admin) =>
     Effect.gen(function*() {
-      const servers = yield* listed
-      if (json) return yield* stdout(Output.json(servers.map(({ entry, summary }) => serverJson(entry, summary))))
+      const servers = yield* admin.list
+      if (args.json) return yield* stdout(Output.json(servers.map(serverJson)))
       if (servers.length === 0) return yield* stderr("skald: no MCP servers registered; add one with `skald mcp add`")
       const width = Math.max(...servers.map(({ summary }) => summary.name.length))
       yield* stdout(
@@ -213,26 +210,23 @@ export const list = ({ home, json }: ListArgs) =>
         }).join("\n")
       )
       yield* Effect.forEach(servers, ({ summary }) => printStatusHint(summary), { discard: true })
-    })
-  )
+    }))
 
 /** `skald mcp show`. */
-export const show = ({ home, json, name }: ShowArgs) =>
-  Host.run(
-    home,
+export const show = (args: ShowArgs) =>
+  withAdmin(args, (admin) =>
     Effect.gen(function*() {
-      const found = (yield* listed).find(({ entry }) => entry.name === name)
-      if (found === undefined) return yield* new UnknownServer({ name })
-      if (json) return yield* stdout(Output.json(serverJson(found.entry, found.summary)))
-      const view = Registration.describe(found.entry)
+      const found = yield* admin.show(args.name)
+      if (args.json) return yield* stdout(Output.json(serverJson(found)))
+      const view = found.description
       const rows: Array<readonly [string, string]> = [["name", view.name], ["transport", view.transport]]
       if (view.transport === "stdio") {
-        rows.push(["command", view.command], ["args", view.args.map(shellWord).join(" ")])
-        const env = Object.entries(view.env)
+        rows.push(["command", view.command ?? ""], ["args", (view.args ?? []).map(shellWord).join(" ")])
+        const env = Object.entries(view.env ?? {})
         if (env.length === 0) rows.push(["env", ""])
         for (const [key, value] of env) rows.push(["env", `${key}=${value}`])
       } else {
-        rows.push(["url", view.url], ["api key", view.apiKey ?? ""])
+        rows.push(["url", view.url ?? ""], ["api key", view.apiKey ?? ""])
         const oauth = view.oauth
         if (oauth?.clientId !== undefined) rows.push(["oauth client", oauth.clientId])
         if (oauth?.clientSecret !== undefined) rows.push(["oauth secret", oauth.clientSecret])
@@ -253,8 +247,7 @@ export const show = ({ home, json, name }: ShowArgs) =>
       )
       yield* stdout(rows.map(([key, value]) => `${key.padEnd(13)}  ${value}`.trimEnd()).join("\n"))
       yield* printStatusHint(found.summary)
-    })
-  )
+    }))
 
 /** An argument as a shell would need it quoted. */
 const shellWord = (arg: string): string =>
@@ -282,13 +275,11 @@ export const withServer = <A, E, R>(
   )
 
 /** `skald mcp tools`. */
-export const tools = ({ home, json, name }: ToolsArgs) =>
-  withServer(home, name, ({ client }) =>
+export const tools = (args: ToolsArgs) =>
+  withAdmin(args, (admin) =>
     Effect.gen(function*() {
-      yield* client.refreshTools
-      yield* client.toolListChanges.pipe(Stream.timeout("300 millis"), Stream.runDrain)
-      const list = yield* client.toolList
-      yield* stdout(json ? Output.json(list.wire) : Output.toolLines(list.tools))
+      const list = yield* admin.tools(args.name)
+      yield* stdout(args.json ? Output.json(list.wire) : Output.toolLines(list.tools))
     }))
 
 /** `skald mcp call`. */
@@ -320,41 +311,34 @@ export const call = ({ home, json, name, tool, ...given }: CallArgs) =>
   }).pipe(Effect.scoped)
 
 /** `skald mcp enable` and `skald mcp disable`. */
-export const toggle = (enabled: boolean) => ({ home, name }: NameArgs) =>
-  Host.run(
-    home,
-    Effect.gen(function*() {
-      if (!(yield* (yield* McpServerRepo).setEnabled(name, enabled))) return yield* new UnknownServer({ name })
-      yield* stderr(`skald: ${enabled ? "enabled" : "disabled"} '${name}'`)
-    })
-  )
+export const toggle = (enabled: boolean) => (args: NameArgs) =>
+  withAdmin(args, (admin) =>
+    Effect.zipRight(
+      admin.setEnabled(args.name, enabled),
+      stderr(`skald: ${enabled ? "enabled" : "disabled"} '${args.name}'`)
+    ))
 
 /** `skald mcp restart`. */
-export const restart = ({ home, name }: NameArgs) =>
-  Host.run(
-    home,
+export const restart = ({ name, ...args }: NameArgs) =>
+  withAdmin(args, (admin) =>
     Effect.gen(function*() {
-      const outcome = yield* ServerList.requestRestart(name)
+      const outcome = yield* admin.restart(name)
       if (!outcome.enabled) return yield* stderr(`skald: '${name}' is disabled; \`skald mcp enable ${name}\` starts it`)
       yield* stderr(
         Option.isSome(outcome.host)
           ? `skald: asked the running host (pid ${outcome.host.value}) to restart '${name}'`
           : `skald: the host is not running; \`skald serve\` starts '${name}'`
       )
-    })
-  )
+    }))
 
 /** `skald mcp rm`. */
-export const rm = ({ home, name }: NameArgs) =>
-  Host.run(
-    home,
+export const rm = ({ name, ...args }: NameArgs) =>
+  withAdmin(args, (admin) =>
     Effect.gen(function*() {
-      const removed = yield* ServerSecrets.unregister(name)
-      if (Option.isNone(removed)) return yield* new UnknownServer({ name })
-      const secrets = removed.value.length === 0 ? "" : ` and its stored secrets ${removed.value.join(", ")}`
+      const removed = yield* admin.remove(name)
+      const secrets = removed.length === 0 ? "" : ` and its stored secrets ${removed.join(", ")}`
       yield* stderr(`skald: removed '${name}'${secrets}`)
-    })
-  )
+    }))
 
 /**
  * `skald mcp login`: opens a browser if one is there (not with --no-browser); the URL always on
@@ -384,7 +368,7 @@ export const login = ({ home, name, noBrowser }: LoginArgs) =>
   )
 
 /** `skald mcp logout`. */
-export const logout = ({ home, name }: NameArgs) =>
+export const logout = ({ home, name }: LogoutArgs) =>
   Host.run(
     home,
     Effect.gen(function*() {
@@ -394,25 +378,22 @@ export const logout = ({ home, name }: NameArgs) =>
   )
 
 /** `skald mcp logs`. */
-export const logs = ({ follow, home, name }: LogsArgs) =>
-  Host.run(
-    home,
+export const logs = ({ follow, name, ...args }: LogsArgs) =>
+  withAdmin(args, (admin) =>
     Effect.gen(function*() {
-      const logs = yield* ServerLogs
-      const current = yield* logs.read(name)
-      // A log of a server removed since is still printed; a name never registered is an error.
-      if (Option.isNone(current) && Option.isNone(yield* (yield* McpServerRepo).get(name))) {
-        return yield* new UnknownServer({ name })
+      let printed = false
+      yield* admin.logs(name, follow).pipe(
+        Stream.runForEach((chunk) => {
+          if (chunk.length === 0) return Effect.void
+          printed = true
+          return typeof chunk === "string" ? stdoutText(chunk) : stdoutBytes(chunk)
+        })
+      )
+      if (!printed) {
+        const paths = yield* Paths
+        yield* stderr(`skald: no log yet for '${name}' (${ServerLogs.fileIn(paths.mcpLogsDir, name)})`)
       }
-      if (Option.isSome(current)) yield* stdoutBytes(current.value)
-      if (!follow) {
-        if (Option.isNone(current)) yield* stderr(`skald: no log yet for '${name}' (${logs.fileOf(name)})`)
-        return
-      }
-      const from = Option.match(current, { onNone: () => 0, onSome: (bytes) => bytes.length })
-      yield* logs.follow(name, { from }).pipe(Stream.runForEach(stdoutBytes))
-    })
-  )
+    }).pipe(Effect.provide(HostPaths(args.home))))
 
 /** `skald mcp import`. */
 export const importFile = ({ file, home }: ImportArgs) =>

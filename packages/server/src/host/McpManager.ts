@@ -117,8 +117,10 @@ export interface Service {
   readonly register: (
     entry: McpServerEntry.McpServerEntry
   ) => Effect.Effect<void, InvalidServerEntry | DatabaseError | CorruptRow>
-  /** Deletes the entry and the secrets moved in for it, and disconnects the server. */
-  readonly unregister: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | DatabaseError | CorruptRow>
+  /** Deletes the entry and the secrets moved in for it (their names returned), and disconnects the server. */
+  readonly unregister: (
+    name: ServerName.ServerName
+  ) => Effect.Effect<ReadonlyArray<string>, UnknownServer | DatabaseError | CorruptRow>
   /** Switches a server on or off, live. */
   readonly setEnabled: (
     name: ServerName.ServerName,
@@ -128,6 +130,8 @@ export interface Service {
   readonly list: Effect.Effect<ReadonlyArray<McpServerEntry.ServerSummary>, DatabaseError | CorruptRow>
   /** The tools of every connected server. */
   readonly tools: Effect.Effect<ReadonlyArray<QualifiedTool>>
+  /** One connected server's tool list, decoded and exactly as it sent it; none when it is not connected. */
+  readonly toolList: (name: string) => Effect.Effect<Option.Option<McpClient.ToolList>>
   /** The tools of the connected servers named in `grants`. */
   readonly toolsFor: (grants: Iterable<string>) => Effect.Effect<ReadonlyArray<QualifiedTool>>
   /** The `instructions` the connected servers gave in `initialize`, by server name. */
@@ -571,6 +575,7 @@ const make = (
           )
           if (Option.isNone(removed)) return yield* new UnknownServer({ name })
           yield* afterWrite(name, false)
+          return removed.value
         }).pipe(Effect.withSpan("McpManager.unregister", { attributes: { "mcp.server": name } })),
       setEnabled: (name, enabled) =>
         Effect.gen(function*() {
@@ -582,6 +587,16 @@ const make = (
         Effect.provideService(StatusRepo, statuses)
       ),
       tools: Effect.map(connected, (all) => all.flatMap(qualify)),
+      toolList: (name) =>
+        Effect.flatMap(Ref.get(connections), (map) => {
+          const running = map.get(name)
+          return running === undefined
+            ? Effect.succeedNone
+            : running.client.toolList.pipe(
+              Effect.orElseSucceed(() => ({ tools: running.tools, wire: [] })),
+              Effect.map(Option.some)
+            )
+        }),
       toolsFor: (grants) => {
         const granted = new Set(grants)
         return Effect.map(connected, (all) => all.filter((r) => granted.has(r.entry.name)).flatMap(qualify))

@@ -27,6 +27,7 @@
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
+import type { ServerName } from "@skald/domain"
 import type { McpLog } from "@skald/mcp"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -38,6 +39,8 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { UnknownServer } from "./HostError.js"
+import { McpServerRepo } from "./McpServerRepo.js"
 import { ensurePrivateDir, Paths, PRIVATE_FILE_MODE, privateFile } from "./Paths.js"
 import * as Redactor from "./Redactor.js"
 import { isoOf } from "./Time.js"
@@ -50,6 +53,9 @@ export const QUEUE_CAPACITY = 100_000
 
 /** `<name>` with every character outside `[A-Za-z0-9._-]` replaced by `_`. */
 export const sanitize = (name: string): string => name.replace(/[^A-Za-z0-9._-]/g, "_")
+
+/** The log file of `server` in the logs folder `mcpLogsDir`. */
+export const fileIn = (mcpLogsDir: string, server: string): string => Path.join(mcpLogsDir, `${sanitize(server)}.log`)
 
 /** One formatted line (without the newline). */
 export const formatLine = (at: Date | number, tag: McpLog.Tag, text: string): string =>
@@ -85,7 +91,7 @@ export class ServerLogs extends Effect.Service<ServerLogs>()("@skald/server/Serv
     let dropped = 0
     const sizes = new Map<string, number>()
 
-    const fileOf = (server: string) => Path.join(paths.mcpLogsDir, `${sanitize(server)}.log`)
+    const fileOf = (server: string) => fileIn(paths.mcpLogsDir, server)
 
     const sizeOf = (file: string) =>
       Effect.tryPromise(async () => {
@@ -252,3 +258,17 @@ export class ServerLogs extends Effect.Service<ServerLogs>()("@skald/server/Serv
     return { sink, lifecycle, fileOf, read, follow } as const
   })
 }) {}
+
+/**
+ * A server's log as a reader asks for it (`skald mcp logs`, `Mcp.Logs`): its current file, none
+ * when it has none yet. The log of a server removed since is still given; a name with neither a
+ * registration nor a log is `UnknownServer`.
+ */
+export const readLog = (server: ServerName.ServerName) =>
+  Effect.gen(function*() {
+    const current = yield* (yield* ServerLogs).read(server)
+    if (Option.isNone(current) && Option.isNone(yield* (yield* McpServerRepo).get(server))) {
+      return yield* new UnknownServer({ name: server })
+    }
+    return current
+  })

@@ -5,22 +5,23 @@
  *
  * @since 0.1.0
  */
-import { McpRpcs, RpcErrors, ServerName } from "@skald/domain"
+import type { PlatformError } from "@effect/platform/Error"
+import { McpRpcs, RpcErrors, ServerName, ToolName } from "@skald/domain"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { EventRepo } from "../host/EventRepo.js"
+import * as EventRepo from "../host/EventRepo.js"
 import type { CorruptRow, DatabaseError, UnknownServer } from "../host/HostError.js"
 import { McpManager } from "../host/McpManager.js"
 import { Registration } from "../host/Registration.js"
-import { ServerLogs } from "../host/ServerLogs.js"
+import { readLog, ServerLogs } from "../host/ServerLogs.js"
 import { hostFailure, orHostFailure } from "./Failures.js"
 
 /** A name no server can have is no registered server's. */
 const nameOf = (name: string) =>
   ServerName.isValid(name) ? Effect.succeed(ServerName.make(name)) : Effect.fail(new RpcErrors.ServerNotFound({ name }))
 
-const nameErrors = (error: UnknownServer | DatabaseError | CorruptRow) =>
+const nameErrors = (error: UnknownServer | DatabaseError | CorruptRow | PlatformError) =>
   error._tag === "UnknownServer" ? new RpcErrors.ServerNotFound({ name: error.name }) : hostFailure(error)
 
 /** How much of a log `Logs` gives by default. */
@@ -34,12 +35,24 @@ const tail = (data: Uint8Array, bytes: number): Uint8Array => {
   return data.subarray(start)
 }
 
+/** A stored event as the group gives it. */
+export const storedEventOf = (e: EventRepo.StoredEvent): McpRpcs.StoredEvent =>
+  McpRpcs.StoredEvent.make({
+    id: e.id,
+    server: e.server,
+    method: e.method,
+    params: e.params,
+    receivedAt: e.receivedAt,
+    status: e.status,
+    ...(e.processedAt === undefined ? {} : { processedAt: e.processedAt })
+  })
+
 /** The handlers of `McpRpcs`. */
 export const layer = McpRpcs.McpRpcs.toLayer(Effect.gen(function*() {
   const manager = yield* McpManager
   const registration = yield* Registration
   const logs = yield* ServerLogs
-  const events = yield* EventRepo
+  const events = yield* EventRepo.EventRepo
   const registered = (name: string) =>
     Effect.flatMap(nameOf(name), (valid) =>
       registration.show(valid).pipe(
@@ -69,6 +82,7 @@ export const layer = McpRpcs.McpRpcs.toLayer(Effect.gen(function*() {
           description: input.description,
           friendlyName: input.friendlyName,
           enabled: input.enabled ?? true,
+          roots: input.roots,
           replace: input.replace ?? false
         }).pipe(Effect.mapError((error) => {
           switch (error._tag) {
@@ -82,31 +96,54 @@ export const layer = McpRpcs.McpRpcs.toLayer(Effect.gen(function*() {
         }))
         // The manager follows the registry within about a second; its own reconcile makes it at once.
         yield* manager.reconcile.pipe(Effect.catchAll((error) => Effect.logWarning(error.message)))
-        return { replaced: done.replaced, storedSecrets: done.secrets.map((s) => s.name) }
+        return {
+          replaced: done.replaced,
+          storedSecrets: done.secrets.map((s) => s.name),
+          droppedSecrets: done.droppedSecrets
+        }
       }),
     "Mcp.SetEnabled": ({ enabled, name }) =>
       Effect.flatMap(nameOf(name), (valid) => Effect.mapError(manager.setEnabled(valid, enabled), nameErrors)),
     "Mcp.Remove": ({ name }) =>
-      Effect.flatMap(nameOf(name), (valid) => Effect.mapError(manager.unregister(valid), nameErrors)),
+      Effect.flatMap(nameOf(name), (valid) =>
+        manager.unregister(valid).pipe(
+          Effect.mapError(nameErrors),
+          Effect.map((removedSecrets) => ({ removedSecrets }))
+        )),
     "Mcp.Restart": ({ name }) =>
-      Effect.flatMap(nameOf(name), (valid) => Effect.mapError(manager.restart(valid), nameErrors)),
+      Effect.flatMap(
+        registered(name),
+        ({ description, name: valid }) =>
+          manager.restart(valid).pipe(Effect.mapError(nameErrors), Effect.as({ enabled: description.enabled }))
+      ),
     "Mcp.Tools": ({ name }) =>
       Effect.gen(function*() {
-        if (name !== undefined) {
-          yield* registered(name).pipe(
-            Effect.catchTag("HostFailure", () => Effect.void)
+        if (name === undefined) {
+          return (yield* manager.tools).map((t) =>
+            McpRpcs.ToolInfo.make({ name: t.name, server: t.server, tool: t.tool })
           )
         }
-        const tools = yield* manager.tools
-        return tools
-          .filter((t) => name === undefined || t.server === name)
-          .map((t) => McpRpcs.ToolInfo.make({ name: t.name, server: t.server, tool: t.tool }))
+        const { name: server } = yield* registered(name).pipe(
+          Effect.catchTag("HostFailure", () => Effect.succeed({ name: ServerName.make(name) }))
+        )
+        const list = yield* manager.toolList(server)
+        if (Option.isNone(list)) return []
+        const wire = new Map(list.value.wire.map((w) => [w.name, w]))
+        return list.value.tools.map((tool) => {
+          const sent = wire.get(tool.name)
+          return McpRpcs.ToolInfo.make({
+            name: ToolName.format(server, tool.name),
+            server,
+            tool,
+            ...(sent === undefined ? {} : { wire: sent })
+          })
+        })
       }),
     "Mcp.Logs": ({ follow = false, name, tailBytes = DEFAULT_TAIL }) =>
       Stream.unwrap(Effect.gen(function*() {
-        yield* registered(name)
+        const valid = yield* nameOf(name)
         const data = Option.getOrElse(
-          yield* logs.read(name).pipe(orHostFailure),
+          yield* readLog(valid).pipe(Effect.mapError(nameErrors)),
           () => new Uint8Array(0)
         )
         const head = Stream.make(tail(data, tailBytes))
@@ -121,19 +158,7 @@ export const layer = McpRpcs.McpRpcs.toLayer(Effect.gen(function*() {
     "Mcp.Events": ({ limit, pending }) =>
       events.list({ pending: pending ?? false, ...(limit === undefined ? {} : { limit }) }).pipe(
         orHostFailure,
-        Effect.map((stored) =>
-          stored.map((e) =>
-            McpRpcs.StoredEvent.make({
-              id: e.id,
-              server: e.server,
-              method: e.method,
-              params: e.params,
-              receivedAt: e.receivedAt,
-              status: e.status,
-              ...(e.processedAt === undefined ? {} : { processedAt: e.processedAt })
-            })
-          )
-        )
+        Effect.map((stored) => stored.map(storedEventOf))
       )
   })
 }))

@@ -587,11 +587,15 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             if (persisted === undefined || persisted.row.calls.length === 0) {
               return TurnEvent.TurnDone.make({ text, usage: usage(), rounds: round })
             }
-            const results = yield* spans.under(Effect.forEach(
-              persisted.row.calls,
-              (call) => runCall(emit, persisted.id, call, kept, frame, catalog),
-              { concurrency }
-            )).pipe(
+            const calls = persisted.row.calls
+            const results = yield* spans.under(
+              // One call runs in this fiber: a bounded `forEach` forks a fiber per call and joins them.
+              calls.length === 1
+                ? Effect.map(runCall(emit, persisted.id, calls[0]!, kept, frame, catalog), (result) => [result])
+                : Effect.forEach(calls, (call) => runCall(emit, persisted.id, call, kept, frame, catalog), {
+                  concurrency
+                })
+            ).pipe(
               // A call interrupted before it began (queued behind the bound, or not yet forked) has
               // recorded nothing: it is cancelled here, so no call stays `running`.
               Effect.onInterrupt(() =>

@@ -16,8 +16,8 @@
  * The parts are pulled (`Open`, `Pull`), not streamed: a request is opened in a scope and each pull
  * gives its next parts. Every `Stream` stage costs a channel executor, and a stream's end runs
  * through each stage's teardown; a round's answer passed through about eight of them (the retry,
- * the checks, the span, the services, the body), which was ~1.3 ms of the loop's time per round
- * (docs/performance.md). `of` still gives the parts as a `Stream` (tests, benches, embedders).
+ * the checks, the span, the services, the body), which was ~1.8 ms of the loop's time per round
+ * (docs/performance.md, *Run G*). `of` still gives the parts as a `Stream` (tests, benches, embedders).
  *
  * @since 0.1.0
  */

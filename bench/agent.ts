@@ -171,12 +171,17 @@ const setup = (s: Settings, home: string) =>
       .pipe(Effect.provide(http))
     const streamStarts: Array<number> = []
     const streamEnds: Array<number> = []
-    // The loop reads the provider's raw parts (StreamParts.ts): the timing wraps those.
-    const timedModel = StreamParts.withRaw(provider, (request) =>
-      StreamParts.of(provider)(request).pipe(
-        Stream.onStart(Effect.sync(() => streamStarts.push(performance.now()))),
-        Stream.onEnd(Effect.sync(() => streamEnds.push(performance.now())))
-      ))
+    // The loop pulls the provider's raw parts (StreamParts.ts): the timing wraps the request's
+    // opening and the pull that says it has ended.
+    const timedModel = StreamParts.withOpen(provider, (request) =>
+      Effect.suspend(() => {
+        streamStarts.push(performance.now())
+        return Effect.map(StreamParts.openOf(provider)(request), (pull) =>
+          Effect.tap(pull, (parts) =>
+            Effect.sync(() => {
+              if (parts === undefined) streamEnds.push(performance.now())
+            })))
+      }))
     const managerContext = Context.add(context, McpManager.McpManager, timedManager)
     const agentWith = (model: LanguageModel.Service) =>
       Effect.map(

@@ -21,7 +21,6 @@
  *
  * @since 0.1.0
  */
-import type * as AiError from "@effect/ai/AiError"
 import * as LanguageModel from "@effect/ai/LanguageModel"
 import * as Prompt from "@effect/ai/Prompt"
 import { ToolResult, TurnEvent } from "@skald/domain"
@@ -191,8 +190,8 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
       // The built-in tools' services (agent/tools/*).
       const services = yield* Effect.context<Grants | McpManager | McpServerRepo | Registration | SecretStore>()
       const maxDepth = options.maxDepth ?? DispatchAgent.DEFAULT_MAX_DEPTH
-      // The provider's parts as it builds them, without @effect/ai's per-request decode (StreamParts.ts).
-      const streamParts = StreamParts.of(yield* LanguageModel.LanguageModel)
+      // The provider's parts as it builds them, pulled, without @effect/ai's per-request decode (StreamParts.ts).
+      const openParts = StreamParts.openOf(yield* LanguageModel.LanguageModel)
       // A tool's `@effect/ai` form, kept while its definition is the same object (the manager's list).
       const toolCache = new Map<string, { readonly source: unknown; readonly tool: JsonSchemaTool.JsonSchemaTool }>()
       const agentsDir = options.agentsDir ??
@@ -513,16 +512,13 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             kept.cancelled = []
             const streamed: Array<History.ToolCall> = []
             const asked = note === undefined ? system : History.system(`${system.content}\n\n${note}`)
-            const stream: Stream.Stream<StreamParts.Part, AiError.AiError> = streamParts({
-              prompt: Prompt.fromMessages([asked, ...sent]),
-              tools
-            })
-            // The stream is interruptible; what follows it (persisting the message) is not, so a stop
-            // keeps either the partial message (below) or the whole one.
+            const request: StreamParts.Request = { prompt: Prompt.fromMessages([asked, ...sent]), tools }
+            // Reading the answer is interruptible; what follows it (persisting the message) is not, so a
+            // stop keeps either the partial message (below) or the whole one.
             const persisted = yield* Effect.uninterruptibleMask((restore) =>
               Effect.gen(function*() {
                 const streamExit = yield* restore(spans.under(
-                  Stream.runForEach(stream, (part) => {
+                  StreamParts.runForEach(openParts, request, (part): Effect.Effect<void, ModelStreamError> => {
                     switch (part.type) {
                       case "text-delta":
                         kept.text += part.delta
@@ -591,11 +587,15 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             if (persisted === undefined || persisted.row.calls.length === 0) {
               return TurnEvent.TurnDone.make({ text, usage: usage(), rounds: round })
             }
-            const results = yield* spans.under(Effect.forEach(
-              persisted.row.calls,
-              (call) => runCall(emit, persisted.id, call, kept, frame, catalog),
-              { concurrency }
-            )).pipe(
+            const calls = persisted.row.calls
+            const results = yield* spans.under(
+              // One call runs in this fiber: a bounded `forEach` forks a fiber per call and joins them.
+              calls.length === 1
+                ? Effect.map(runCall(emit, persisted.id, calls[0]!, kept, frame, catalog), (result) => [result])
+                : Effect.forEach(calls, (call) => runCall(emit, persisted.id, call, kept, frame, catalog), {
+                  concurrency
+                })
+            ).pipe(
               // A call interrupted before it began (queued behind the bound, or not yet forked) has
               // recorded nothing: it is cancelled here, so no call stays `running`.
               Effect.onInterrupt(() =>

@@ -7,16 +7,17 @@
  * - Tolerates the known server quirks (see `internal/openAiWire.ts`): tool-call `index` always 0
  *   or missing, a first delta without `id` (an id is synthesized), whole arguments in one delta,
  *   `choices: null` on the usage chunk, a mid-stream `{"error": …}` event.
- * - Interrupting the consumer of `streamText` before `[DONE]` aborts the HTTP request (the
- *   request's scope closes with the stream's); the parts end at `[DONE]`, the body's rest is read
- *   in the background (keep-alive).
+ * - Interrupting the consumer before `[DONE]` aborts the HTTP request (the request's scope
+ *   closes with the caller's); the parts end at `[DONE]`, the body's rest is read in the
+ *   background (keep-alive).
  * - 429, 5xx and connection failures before the response is streamed are retried with capped
  *   exponential backoff honouring `Retry-After` / `retry-after-ms` (3 tries in all by default).
  * - Every failure is an `AiError` carrying the provider's own message; the API key is sent as a
  *   bearer token and redacted from errors and spans, as are the extra `headers`.
  *
- * `generateText` collects the same stream (one code path for quirks, retries and errors); the turn
- * loop reads it raw, without `@effect/ai`'s per-request decode (`StreamParts.of`, StreamParts.ts).
+ * `generateText` collects the same parts (one code path for quirks, retries and errors); the turn
+ * loop pulls them raw, without `@effect/ai`'s per-request decode or a `Stream` stage per step
+ * (`StreamParts.openOf`, StreamParts.ts).
  *
  * @since 0.1.0
  */
@@ -31,11 +32,11 @@ import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Arr from "effect/Array"
-import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import { identity } from "effect/Function"
 import * as JSONSchema from "effect/JSONSchema"
 import * as Layer from "effect/Layer"
@@ -258,35 +259,47 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
         })
 
     /**
-     * One try: send the request and fold its body into parts. A failure before any part was
-     * emitted may be retried (per `schedule`); once parts are out, none is.
+     * One try: send the request and read its body until it gives its first parts (or ends). A
+     * failure up to there may be retried (per `schedule`); once parts are out, none is: `next`
+     * gives the rest, failing without a retry.
      *
      * The parts end at `[DONE]`: what follows it (the response's end, often a later packet) is
      * read in the background, so the caller doesn't wait for it, and the connection can be kept
-     * alive. The request lives in its own scope, closed by the stream's scope unless `[DONE]` was
-     * seen (interruption or a failure aborts the request), else when the drain ends.
+     * alive. The request lives in its own scope, closed with the caller's unless `[DONE]` was seen
+     * (interruption or a failure aborts the request), else when the drain ends; a failed try
+     * closes it at once.
      */
     const attempt = (method: string, request: HttpClientRequest.HttpClientRequest) =>
+      Effect.flatMap(Scope.make(), (requestScope) => attemptIn(method, request, requestScope))
+
+    const attemptIn = (
+      method: string,
+      request: HttpClientRequest.HttpClientRequest,
+      requestScope: Scope.CloseableScope
+    ) =>
       Effect.gen(function*() {
-        const requestScope = yield* Scope.make()
         let handedOff = false
         yield* Effect.addFinalizer((exit) => handedOff ? Effect.void : Scope.close(requestScope, exit))
         const response = yield* Scope.extend(sendOnce(method, request), requestScope)
-        const ids = yield* IdGenerator.IdGenerator
         const state = new Wire.StreamAccumulator()
         let emitted = false
         let ended = false
         const finish = Effect.suspend(() => {
           const missing = state.missingIds
-          return Effect.all(Arr.makeBy(missing, () => ids.generateId())).pipe(
-            Effect.flatMap((synthesized) => {
-              const out: Array<Response.StreamPartEncoded> = []
-              state.finish(out, synthesized)
-              return state.failure === undefined
-                ? Effect.succeed(out)
-                : Effect.fail(fatal(streamFailure(method, state.failure)))
+          // Ids are made only for calls the server sent without one (a quirk): the one in context, else @effect/ai's.
+          const synthesized: Effect.Effect<ReadonlyArray<string>> = missing === 0
+            ? Effect.succeed([])
+            : Effect.flatMap(Effect.serviceOption(IdGenerator.IdGenerator), (found) => {
+              const ids = Option.getOrElse(found, () => IdGenerator.defaultIdGenerator)
+              return Effect.all(Arr.makeBy(missing, () => ids.generateId()))
             })
-          )
+          return Effect.flatMap(synthesized, (ids) => {
+            const out: Array<Response.StreamPartEncoded> = []
+            state.finish(out, ids)
+            return state.failure === undefined
+              ? Effect.succeed(out)
+              : Effect.fail(fatal(streamFailure(method, state.failure)))
+          })
         })
         // One synchronous stage from bytes to parts: UTF-8 decoding, @effect/experimental's SSE
         // parser and the accumulator run in one loop per network chunk (no queue, no fiber hop).
@@ -336,47 +349,41 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
           Effect.flatMap((exit) => Scope.close(requestScope, exit)),
           Effect.forkDaemon
         )
-        const end = Effect.fail(Option.none())
-        const next: Effect.Effect<Chunk.Chunk<Response.StreamPartEncoded>, Option.Option<AttemptFailed>> = Effect
+        const next: Effect.Effect<ReadonlyArray<Response.StreamPartEncoded> | undefined, AttemptFailed> = Effect
           .suspend(() => {
-            if (ended) return end
+            if (ended) return Effect.succeed(undefined)
             return pull.pipe(
               Effect.matchEffect({
                 onFailure: Option.match({
                   // no `[DONE]`: finish at the end of the body
                   onNone: () => {
                     ended = true
-                    return Effect.mapBoth(finish, { onFailure: Option.some, onSuccess: Chunk.unsafeFromArray })
+                    return finish
                   },
-                  onSome: (error) => Effect.fail(Option.some(broken(error)))
+                  onSome: (error) => Effect.fail(broken(error))
                 }),
                 onSuccess: (chunk) => {
                   out = []
                   for (const bytes of chunk) {
                     const tooLarge = feed(bytes)
                     if (tooLarge !== undefined) {
-                      return Effect.fail(Option.some(fatal(
+                      return Effect.fail(fatal(
                         new AiError.MalformedOutput({
                           module,
                           method,
                           description: `The model server sent an SSE event that is too large: ${tooLarge.message}`
                         })
-                      )))
+                      ))
                     }
                     if (done) break
                   }
-                  if (state.failure !== undefined) {
-                    return Effect.fail(Option.some(fatal(streamFailure(method, state.failure))))
-                  }
+                  if (state.failure !== undefined) return Effect.fail(fatal(streamFailure(method, state.failure)))
                   const parts = out
                   if (parts.length > 0) emitted = true
-                  if (!done) return Effect.succeed(Chunk.unsafeFromArray(parts))
+                  if (!done) return Effect.succeed(parts)
                   ended = true
                   return finish.pipe(
-                    Effect.mapBoth({
-                      onFailure: Option.some,
-                      onSuccess: (rest) => Chunk.unsafeFromArray(parts.concat(rest))
-                    }),
+                    Effect.map((rest) => parts.concat(rest)),
                     Effect.tap(() => {
                       handedOff = true
                       return drain
@@ -386,20 +393,37 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
               })
             )
           })
-        return Stream.repeatEffectChunkOption(next)
-      }).pipe(Stream.unwrapScoped)
+        // Up to the first parts (or the end): what a retry may repeat.
+        let first: ReadonlyArray<Response.StreamPartEncoded> | undefined = []
+        while (first !== undefined && first.length === 0) first = yield* next
+        emitted = true
+        return { first, next }
+      }).pipe(Effect.onError((cause) => Scope.close(requestScope, Exit.failCause(cause))))
 
-    const stream = (method: string, providerOptions: LanguageModel.ProviderOptions) =>
-      Effect.map(prepare(method, providerOptions), (request) => {
+    /** The request opened in the caller's scope, retried as `schedule` says; then its parts, pulled. */
+    const open = (
+      method: string,
+      providerOptions: LanguageModel.ProviderOptions
+    ): Effect.Effect<StreamParts.Pull<Response.StreamPartEncoded>, AiError.AiError, Scope.Scope> =>
+      Effect.gen(function*() {
+        const request = yield* prepare(method, providerOptions)
         let tries = 0
-        return Stream.suspend(() => {
+        const failed = (failure: AttemptFailed) => failure.error(tries > 1 ? ` (gave up after ${tries} tries)` : "")
+        const { first, next } = yield* Effect.suspend(() => {
           tries++
           return attempt(method, request)
-        }).pipe(
-          Stream.retry(schedule),
-          Stream.mapError((failure) => failure.error(tries > 1 ? ` (gave up after ${tries} tries)` : ""))
-        )
-      }).pipe(Stream.unwrap)
+        }).pipe(Effect.retry(schedule), Effect.mapError(failed))
+        let pending: ReadonlyArray<Response.StreamPartEncoded> | undefined | null = first
+        return Effect.suspend(() => {
+          if (pending === null) return Effect.mapError(next, failed)
+          const parts = pending
+          pending = null
+          return Effect.succeed(parts)
+        })
+      })
+
+    const stream = (method: string, providerOptions: LanguageModel.ProviderOptions) =>
+      Stream.unwrapScoped(Effect.map(open(method, providerOptions), StreamParts.toStream))
 
     const service = yield* LanguageModel.make({
       streamText: (providerOptions) => stream("streamText", providerOptions),
@@ -409,8 +433,8 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
           Effect.map((parts) => Wire.collect(parts))
         )
     })
-    // The turn loop reads these parts as they are built (StreamParts.ts), without @effect/ai's decode.
-    return StreamParts.withStreamParts(service, (providerOptions) => stream("streamText", providerOptions), {
+    // The turn loop pulls these parts as they are built (StreamParts.ts), without @effect/ai's decode.
+    return StreamParts.withPulls(service, (providerOptions) => open("streamText", providerOptions), {
       provider: "openai",
       model: options.model
     })

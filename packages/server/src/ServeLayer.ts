@@ -2,7 +2,8 @@
  * The composition root of `skald serve` (DESIGN §1): the one place the serve process's layers are
  * put together. From one home: the host's services (database, repositories, secret store, logs,
  * events, registration; HostServices.ts), the HTTP endpoints, the first run's demo server, the
- * inbox (its servers' elicitations go there), the MCP manager over all of them, and the RPC server at
+ * inbox (its servers' elicitations go there), the MCP manager over all of them, the TIC agent's
+ * ticks over the pushed events (tic/Tic.ts), and the RPC server at
  * `/rpc` (rpc/RpcServer.ts: the agent, built on first use from the model settings, the inbox, MCP
  * administration, the host's settings), recorded in the home once it answers (host/HostAddress.ts) so
  * the home's CLI reaches it. `skald serve` (cli/ServeHandler.ts) provides this layer and waits;
@@ -40,6 +41,7 @@ import { Inbox } from "./inbox/Inbox.js"
 import * as AgentSource from "./rpc/AgentSource.js"
 import { HostInfo } from "./rpc/HostHandlers.js"
 import * as RpcServer from "./rpc/RpcServer.js"
+import * as Tic from "./tic/Tic.js"
 
 /** What `skald serve` runs with. */
 export interface Options {
@@ -56,6 +58,8 @@ export interface Options {
   readonly version?: string | undefined
   /** The agent's settings (tests shorten them). */
   readonly agent?: Agent.Options | undefined
+  /** The TIC agent's settings (default: from the SKALD_TIC_* variables; tic/Tic.ts). */
+  readonly tic?: Tic.Options | undefined
   /** How long a person has to answer a server's elicitation in the inbox (default 5 min). */
   readonly elicitationDeadline?: Duration.Duration | undefined
   /** Told the endpoint's URL once it listens, before any server starts. */
@@ -116,7 +120,9 @@ export const layer = (options: Options) =>
       )
     ).pipe(
       Layer.provide(RpcServer.handlers),
-      Layer.provide(Layer.mergeAll(AgentSource.layerFromSettings(options.agent), info)),
+      // The TIC ticks with the agent the RPC handlers use (built on first use from the model settings).
+      Layer.provide(Layer.mergeAll(Tic.Tic.Default(options.tic).pipe(Layer.provide(AgentSource.ticAgent)), info)),
+      Layer.provideMerge(AgentSource.layerFromSettings(options.agent)),
       Layer.provideMerge(Layer.mergeAll(ChatStore.Default, ModelSettings.Default)),
       // The agent's tool calls pass the approval rules; a call that asks waits in the inbox for an
       // RPC client (the web UI, `skald inbox`) to answer, and is refused at the deadline.

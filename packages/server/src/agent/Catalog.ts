@@ -1,8 +1,8 @@
 /**
  * The tools of a model round (lazy MCP tool loading, docs/agent.md): the base tools
- * (`activate_tools`, and `dispatch_agent` where sub-agents may be dispatched), the tools of the
- * granted servers (asked of the manager every round, so an activation in round N is offered from
- * round N+1), and the `config` group's when granted. The server list and the grants are kept for
+ * (`activate_tools`, `dispatch_agent` where sub-agents may be dispatched, `notify` for the `tic`
+ * agent), the tools of the granted servers (asked of the manager every round, so an activation in
+ * round N is offered from round N+1), and the `config` group's when granted. The server list and the grants are kept for
  * the turn (`Kept`) until a built-in tool runs. Every definition goes through the same
  * `visible` filter (approval and interactive-only rules; until they exist, everything is visible).
  *

@@ -130,9 +130,14 @@ describe("skald tic", () => {
         assert.strictEqual(new Set(all).size, 6, "no event in both batches")
         assert.strictEqual((yield* withRepo(home, (repo) => repo.list({ pending: true }))).length, 0)
 
-        const idle = yield* Effect.promise(() => runSkald(["tic", "run", "--home", home], { env }))
+        const requests = standin.requests.length
+        // Nothing pending: nothing starts and the model is not asked (none is even needed).
+        const idle = yield* Effect.promise(() =>
+          runSkald(["tic", "run", "--home", home], { env: { SKALD_LLM_MODEL: "" } })
+        )
         assert.strictEqual(idle.status, 0, idle.stderr)
         assert.strictEqual(idle.stdout, "nothing to process: no pending events\n")
+        assert.strictEqual(standin.requests.length, requests)
       }),
     { timeout: 120_000 }
   )

@@ -8,6 +8,7 @@
 import * as RpcTest from "@effect/rpc/RpcTest"
 import { assert, describe, it } from "@effect/vitest"
 import { InboxItem, type TurnEvent } from "@skald/domain"
+import { EventRepo } from "@skald/server"
 import { Agent } from "@skald/server/agent/Agent"
 import { ChatStore } from "@skald/server/agent/ChatStore"
 import { ModelSettings } from "@skald/server/agent/llm/ModelSettings"
@@ -17,6 +18,7 @@ import { Inbox } from "@skald/server/inbox/Inbox"
 import * as AgentSource from "@skald/server/rpc/AgentSource"
 import { HostInfo } from "@skald/server/rpc/HostHandlers"
 import * as RpcServer from "@skald/server/rpc/RpcServer"
+import * as Tic from "@skald/server/tic/Tic"
 import { Chunk, Context, Deferred, Effect, FastCheck as fc, Fiber, Layer, Stream } from "effect"
 import { fixtureEntry, makeHome, startManager, waitForState } from "./host-support.js"
 import { eventuallyEffect } from "./support.js"
@@ -38,7 +40,14 @@ const clientFor = (script: ReadonlyArray<Scripted.Round>, options: { readonly tu
     const { agent, model } = yield* agentOver(context, script, options)
     const built = yield* Layer.build(RpcServer.handlers.pipe(
       Layer.provideMerge(
-        Layer.mergeAll(AgentSource.layer, info, ChatStore.Default, ModelSettings.Default, Inbox.Default)
+        Layer.mergeAll(
+          AgentSource.layer,
+          info,
+          ChatStore.Default,
+          ModelSettings.Default,
+          Inbox.Default,
+          Tic.Tic.Default({ interval: 0 }).pipe(Layer.provide(Tic.agentLayer))
+        )
       ),
       Layer.provide(Layer.succeedContext(Context.add(context, Agent, agent)))
     ))
@@ -211,7 +220,10 @@ describe("RPC handlers", () => {
     Effect.gen(function*() {
       const { context } = yield* startManager(makeHome())
       const built = yield* Layer.build(RpcServer.handlers.pipe(
-        Layer.provide(Layer.mergeAll(AgentSource.layerFromSettings(), info)),
+        Layer.provide(
+          Layer.mergeAll(Tic.Tic.Default({ interval: 0 }).pipe(Layer.provide(AgentSource.ticAgent)), info)
+        ),
+        Layer.provideMerge(AgentSource.layerFromSettings()),
         Layer.provide(Approvals.unattended("allow")),
         Layer.provideMerge(Layer.mergeAll(ChatStore.Default, ModelSettings.Default, Inbox.Default)),
         Layer.provide(Layer.succeedContext(context))
@@ -224,6 +236,13 @@ describe("RPC handlers", () => {
       assert.strictEqual(settings.model.configured, false)
       assert.strictEqual(settings.bindHost, "127.0.0.1")
       assert.deepStrictEqual(yield* client.Agent.Sessions(), [])
+      // A tick with pending events fails the same way, and leaves them pending and free.
+      const events = Context.get(context, EventRepo.EventRepo)
+      yield* events.insertAll([{ server: "demo", method: "event/x", params: {}, receivedAt: "2026-12-02T00:00:00Z" }])
+      const tick = yield* Effect.flip(client.Tic.Run())
+      assert.strictEqual(tick._tag, "ModelUnavailable")
+      const free = yield* events.claim({ token: "probe", limit: 10, leaseMillis: 1000 })
+      assert.strictEqual(free.length, 1)
     }))
 })
 

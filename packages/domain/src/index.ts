@@ -60,3 +60,6 @@ export * as HostRpcs from "./rpc/HostRpcs.js"
 
 /** The inbox's RPCs: watch, list, resolve. */
 export * as InboxRpcs from "./rpc/InboxRpcs.js"
+
+/** The TIC agent's RPCs: one tick now. */
+export * as TicRpcs from "./rpc/TicRpcs.js"

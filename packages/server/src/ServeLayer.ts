@@ -3,7 +3,8 @@
  * put together. From one home: the host's services (database, repositories, secret store, logs,
  * events, registration; HostServices.ts), the HTTP endpoints, the first run's demo server, the
  * inbox (its servers' elicitations and sampling approvals go there), the host's sampling
- * (sampling/HostSampling.ts), the MCP manager over all of them, and the RPC server at
+ * (sampling/HostSampling.ts), the MCP manager over all of them, the TIC agent's ticks over the
+ * pushed events (tic/Tic.ts), and the RPC server at
  * `/rpc` (rpc/RpcServer.ts: the agent, built on first use from the model settings, the inbox, MCP
  * administration, the host's settings), recorded in the home once it answers (host/HostAddress.ts) so
  * the home's CLI reaches it. `skald serve` (cli/ServeHandler.ts) provides this layer and waits;
@@ -42,6 +43,7 @@ import * as AgentSource from "./rpc/AgentSource.js"
 import { HostInfo } from "./rpc/HostHandlers.js"
 import * as RpcServer from "./rpc/RpcServer.js"
 import * as HostSampling from "./sampling/HostSampling.js"
+import * as Tic from "./tic/Tic.js"
 
 /** What `skald serve` runs with. */
 export interface Options {
@@ -58,6 +60,8 @@ export interface Options {
   readonly version?: string | undefined
   /** The agent's settings (tests shorten them). */
   readonly agent?: Agent.Options | undefined
+  /** The TIC agent's settings (default: from the SKALD_TIC_* variables; tic/Tic.ts). */
+  readonly tic?: Tic.Options | undefined
   /** How long a person has to answer a server's elicitation in the inbox (default 5 min). */
   readonly elicitationDeadline?: Duration.Duration | undefined
   /** The servers' sampling through the host's model (limits, approval deadline; mode `ask`). */
@@ -131,7 +135,9 @@ export const layer = (options: Options) =>
       )
     ).pipe(
       Layer.provide(RpcServer.handlers),
-      Layer.provide(Layer.mergeAll(AgentSource.layerFromSettings(options.agent), info)),
+      // The TIC ticks with the agent the RPC handlers use (built on first use from the model settings).
+      Layer.provide(Layer.mergeAll(Tic.Tic.Default(options.tic).pipe(Layer.provide(AgentSource.ticAgent)), info)),
+      Layer.provideMerge(AgentSource.layerFromSettings(options.agent)),
       Layer.provideMerge(Layer.mergeAll(ChatStore.Default, ModelSettings.Default)),
       // The agent's tool calls pass the approval rules; a call that asks waits in the inbox for an
       // RPC client (the web UI, `skald inbox`) to answer, and is refused at the deadline.

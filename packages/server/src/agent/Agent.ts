@@ -47,6 +47,7 @@ import * as Redactor from "../host/Redactor.js"
 import type { Registration } from "../host/Registration.js"
 import { SecretStore } from "../host/SecretStore.js"
 import * as Approvals from "../inbox/Approvals.js"
+import { Inbox } from "../inbox/Inbox.js"
 import * as Catalog from "./Catalog.js"
 import { ChatStore, type Session } from "./ChatStore.js"
 import { Grants, type Scope as GrantScope, sessionScope } from "./Grants.js"
@@ -60,6 +61,7 @@ import * as AgentTelemetry from "./Telemetry.js"
 import * as ActivateTools from "./tools/ActivateTools.js"
 import * as ConfigTools from "./tools/ConfigTools.js"
 import * as DispatchAgent from "./tools/DispatchAgent.js"
+import * as Notify from "./tools/Notify.js"
 import * as TurnLog from "./TurnLog.js"
 
 /** A turn is already running in that session. */
@@ -177,6 +179,8 @@ interface Finished {
 interface Frame {
   readonly scope: GrantScope
   readonly depth: number
+  /** The agent running in it (the `tic` agent is offered `notify`). */
+  readonly agent: string
 }
 
 /** The agent's turn loop. */
@@ -189,6 +193,8 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
       const approvals = yield* Approvals.Approvals
       // The built-in tools' services (agent/tools/*).
       const services = yield* Effect.context<Grants | McpManager | McpServerRepo | Registration | SecretStore>()
+      // `notify` posts here (offered to the `tic` agent when there is an inbox).
+      const inbox = yield* Effect.serviceOption(Inbox)
       const maxDepth = options.maxDepth ?? DispatchAgent.DEFAULT_MAX_DEPTH
       // The provider's parts as it builds them, pulled, without @effect/ai's per-request decode (StreamParts.ts).
       const openParts = StreamParts.openOf(yield* LanguageModel.LanguageModel)
@@ -282,6 +288,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
           Catalog.round({
             scope: frame.scope,
             dispatch: frame.depth < maxDepth,
+            notify: frame.agent === Notify.TIC_AGENT && Option.isSome(inbox),
             always: options.alwaysOffered,
             kept: listed.get(frame) ?? listed.set(frame, Catalog.kept()).get(frame)
           }).pipe(
@@ -414,7 +421,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
        * passes the gate itself.
        */
       const gated = (call: History.CallRow, frame: Frame, round: Catalog.Round) => {
-        if (call.name === ActivateTools.NAME || call.name === DispatchAgent.NAME) {
+        if (call.name === ActivateTools.NAME || call.name === DispatchAgent.NAME || call.name === Notify.NAME) {
           return Effect.succeed<Approvals.Gate>({
             _tag: "Allowed",
             verdict: { decision: "allow", reason: "a base tool" }
@@ -447,6 +454,12 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             )
           case DispatchAgent.NAME:
             return DispatchAgent.run(frame, call.arguments, subAgent, maxDepth).pipe(Effect.provide(services))
+          case Notify.NAME:
+            return Option.isNone(inbox)
+              ? Effect.fail(new Error("there is no inbox to post to"))
+              : Notify.run(call.arguments, { sessionId: frame.scope.session, callId: call.callId }).pipe(
+                Effect.provideService(Inbox, inbox.value)
+              )
           default:
             return ConfigTools.run(call.name, call.arguments).pipe(Effect.provide(services))
         }
@@ -635,7 +648,8 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             const messages = [...History.replay(stored), History.user(message)]
             return yield* rounds(session.id, systemText, messages, emit, kept, {
               scope: sessionScope(session.id),
-              depth: 0
+              depth: 0,
+              agent: session.agent
             })
           })
           const fiber = yield* Effect.fork(work)

@@ -1,8 +1,8 @@
 /**
  * The tools of a model round (lazy MCP tool loading, docs/agent.md): the base tools
- * (`activate_tools`, and `dispatch_agent` where sub-agents may be dispatched), the tools of the
- * granted servers (asked of the manager every round, so an activation in round N is offered from
- * round N+1), and the `config` group's when granted. The server list and the grants are kept for
+ * (`activate_tools`, `dispatch_agent` where sub-agents may be dispatched, `notify` for the `tic`
+ * agent), the tools of the granted servers (asked of the manager every round, so an activation in
+ * round N is offered from round N+1), and the `config` group's when granted. The server list and the grants are kept for
  * the turn (`Kept`) until a built-in tool runs. Every definition goes through the same
  * `visible` filter (approval and interactive-only rules; until they exist, everything is visible).
  *
@@ -16,6 +16,7 @@ import * as McpList from "./McpList.js"
 import * as ActivateTools from "./tools/ActivateTools.js"
 import * as ConfigTools from "./tools/ConfigTools.js"
 import * as DispatchAgent from "./tools/DispatchAgent.js"
+import * as Notify from "./tools/Notify.js"
 import type { Definition } from "./tools/ToolInput.js"
 
 /** Whether a tool may be offered (approval, interactive-only); the default offers every tool. */
@@ -37,6 +38,8 @@ export interface RoundInput {
   readonly scope: Scope
   /** Whether `dispatch_agent` is offered (not at the nesting bound). */
   readonly dispatch: boolean
+  /** Whether `notify` is offered (to the `tic` agent only). */
+  readonly notify?: boolean | undefined
   readonly visible?: Visible | undefined
   /**
    * Servers whose tools are offered without a grant (`"all"`: every connected server, the eager
@@ -69,6 +72,7 @@ export const forget = (kept: Kept): void => {
 export const BUILTIN_NAMES: ReadonlySet<string> = new Set([
   ActivateTools.NAME,
   DispatchAgent.NAME,
+  Notify.NAME,
   ...ConfigTools.NAMES
 ])
 
@@ -85,7 +89,11 @@ export const round = Effect.fn("Catalog.round")(function*(input: RoundInput) {
   const servers = listed.servers
   const resolved = resolve(listed.granted, servers)
   const builtins = new Map<string, Definition>()
-  const base = [ActivateTools.definition, ...(input.dispatch ? [DispatchAgent.definition] : [])]
+  const base = [
+    ActivateTools.definition,
+    ...(input.dispatch ? [DispatchAgent.definition] : []),
+    ...(input.notify === true ? [Notify.definition] : [])
+  ]
   const config = resolved.some((g) => g.name === CONFIG_GROUP) ? ConfigTools.definitions : []
   for (const d of [...base, ...config]) if (visible(d.name)) builtins.set(d.name, d)
   const always = input.always ?? []

@@ -101,7 +101,7 @@ const approvalMode = (flag: Option.Option<Approvals.Mode>): Approvals.Mode =>
  * their elicitations in that inbox, answered by InboxPrompt), the model, the approval gate (its
  * questions in the same inbox, answered on the terminal in mode `ask`: ApprovalPrompt.ts), the loop.
  */
-const agentLayer = (home: Option.Option<string>, mode: Approvals.Mode) =>
+export const agentLayer = (home: Option.Option<string>, mode: Approvals.Mode) =>
   Layer.unwrapEffect(Effect.map(Host.connectOptions, (connect) => {
     const hostLayer = Host.layer(home)
     // The servers' elicitations go to this process's inbox, answered by InboxPrompt.
@@ -122,7 +122,8 @@ const agentLayer = (home: Option.Option<string>, mode: Approvals.Mode) =>
       Layer.provideMerge(Layer.merge(approvals, prompt)),
       Layer.provideMerge(inbox),
       Layer.provide(model),
-      Layer.provide(hostLayer)
+      // The home's services stay in the context (`skald tic run` reads the events through them).
+      Layer.provideMerge(hostLayer)
     )
   }))
 

@@ -23,6 +23,7 @@ import * as ResourceCommands from "./ResourceCommands.js"
 import * as SecretCommands from "./SecretCommands.js"
 import * as Serve from "./Serve.js"
 import * as Target from "./Target.js"
+import * as TicCommands from "./TicCommands.js"
 
 const json = Options.boolean("json").pipe(
   Options.withDescription("Print JSON exactly as the server sent it (MCP wire shape) instead of text.")
@@ -91,7 +92,8 @@ export const command = Command.make("skald").pipe(
     AgentCommands.chat,
     AgentCommands.sessions,
     ApprovalCommands.command,
-    InboxCommands.command
+    InboxCommands.command,
+    TicCommands.command
   ])
 )
 

@@ -45,6 +45,10 @@ export const command = Command.make(
   Command.withDescription(Help.about({
     summary: "Run the host in the foreground: connects every enabled server, follows the registry live, and serves " +
       "media files and the RPC WebSocket (/rpc) on SKALD_HOST:SKALD_PORT (127.0.0.1:8787).",
+    details: [
+      "Every SKALD_TIC_INTERVAL seconds (900; 0: never) the tic agent reads a batch of pending events and posts " +
+      "briefings to the inbox (see `skald tic run`)."
+    ],
     usage: ["skald serve [options]"],
     examples: ["skald serve", "skald serve --verbose --home ~/skald"]
   }))

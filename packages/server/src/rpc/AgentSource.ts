@@ -17,6 +17,7 @@ import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import { Agent, type Options } from "../agent/Agent.js"
 import * as Model from "../agent/llm/Model.js"
+import { TicAgent } from "../tic/Tic.js"
 
 /** The Agent, once there is one. */
 export interface Service {
@@ -70,3 +71,9 @@ export const layerFromSettings = (
       }
     })
   )
+
+/** The TIC's agent (tic/Tic.ts): this source's, so the TIC waits for a model like the handlers do. */
+export const ticAgent: Layer.Layer<TicAgent, never, AgentSource> = Layer.effect(
+  TicAgent,
+  Effect.map(AgentSource, (source) => ({ get: source.get }))
+)

@@ -1,5 +1,5 @@
 /**
- * The host's RPC server: every group (Agent, Inbox, Mcp, Host) with its handlers, as the HTTP app the
+ * The host's RPC server: every group (Agent, Inbox, Mcp, Host, Tic) with its handlers, as the HTTP app the
  * host's one HTTP server mounts at `/rpc` (a WebSocket upgrade; host/HttpEndpoints.ts puts it
  * behind the Host/Origin guard), with the one serialization of `RpcProtocol`.
  *
@@ -13,7 +13,7 @@ import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as RpcServer from "@effect/rpc/RpcServer"
-import { AgentRpcs, HostRpcs, InboxRpcs, McpRpcs, RpcProtocol } from "@skald/domain"
+import { AgentRpcs, HostRpcs, InboxRpcs, McpRpcs, RpcProtocol, TicRpcs } from "@skald/domain"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
@@ -23,12 +23,24 @@ import * as AgentHandlers from "./AgentHandlers.js"
 import * as HostHandlers from "./HostHandlers.js"
 import * as InboxHandlers from "./InboxHandlers.js"
 import * as McpHandlers from "./McpHandlers.js"
+import * as TicHandlers from "./TicHandlers.js"
 
 /** Every group the host serves. */
-export class Rpcs extends AgentRpcs.AgentRpcs.merge(InboxRpcs.InboxRpcs, McpRpcs.McpRpcs, HostRpcs.HostRpcs) {}
+export class Rpcs extends AgentRpcs.AgentRpcs.merge(
+  InboxRpcs.InboxRpcs,
+  McpRpcs.McpRpcs,
+  HostRpcs.HostRpcs,
+  TicRpcs.TicRpcs
+) {}
 
 /** The handlers of every group. */
-export const handlers = Layer.mergeAll(AgentHandlers.layer, InboxHandlers.layer, McpHandlers.layer, HostHandlers.layer)
+export const handlers = Layer.mergeAll(
+  AgentHandlers.layer,
+  InboxHandlers.layer,
+  McpHandlers.layer,
+  HostHandlers.layer,
+  TicHandlers.layer
+)
 
 /** Whether `given` is `token`, in time independent of where they differ. */
 export const sameToken = (given: string, token: Redacted.Redacted<string>): boolean => {

@@ -57,10 +57,12 @@ const program = <R>(connect: Effect.Effect<McpClient.Service, McpError.McpError,
     const c256 = yield* inFlight(256, config.inFlight256)
     const cpuUsPerCall = (cpuMicros() - cpu0) / config.inFlight256
 
+    const bigCpu0 = cpuMicros()
     const bigStart = now()
     let bytes = 0
     for (let i = 0; i < config.big; i++) bytes += text(yield* client.callTool("big", {})).length
     const bigMBps = bytes / (1024 * 1024) / ((now() - bigStart) / 1000)
+    const bigCpuUsPerCall = (cpuMicros() - bigCpu0) / config.big
 
     const lists: Array<number> = []
     for (let i = 0; i < config.lists; i++) {
@@ -71,7 +73,7 @@ const program = <R>(connect: Effect.Effect<McpClient.Service, McpError.McpError,
     }
     lists.sort((a, b) => a - b)
 
-    return { connectMs, tools, latencies, seqElapsed, c64, c256, cpuUsPerCall, bigMBps, lists }
+    return { connectMs, tools, latencies, seqElapsed, c64, c256, cpuUsPerCall, bigMBps, bigCpuUsPerCall, lists }
   })
 
 const kind = process.argv[2] ?? "raw"

@@ -10,8 +10,8 @@
  * ```
  *
  * The client lives in a `ManagedRuntime` (its layer: the transport and the engine); `close`
- * disposes it, which runs the transport's shutdown. Each call is one fiber forked on that
- * runtime and started at once: what fails rejects with the engine's own error — an `McpError`
+ * disposes it, which runs the transport's shutdown. Each call runs on a fiber of that runtime (a
+ * pool of workers; a call with a signal, its own fiber): what fails rejects with the engine's own error — an `McpError`
  * (`McpTimeout`, `McpUnknownTool`, `McpServerExited`, …, each keeping its `_tag`) — and an
  * aborted `signal` interrupts the fiber, so the request is abandoned as any interrupted call is
  * (`notifications/cancelled` sent once) and the Promise rejects with the signal's reason.
@@ -24,6 +24,7 @@ import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
@@ -88,6 +89,13 @@ export interface Client {
   readonly effect: McpClient.Service
 }
 
+/** A call waiting for, or running on, a worker of the pool. */
+interface Job {
+  readonly effect: Effect.Effect<unknown, McpError.McpError>
+  readonly resolve: (a: unknown) => void
+  readonly reject: (e: unknown) => void
+}
+
 const silentSink: McpLog.Sink = { emit: () => Effect.void }
 
 /** Settles a Promise from a call fiber's exit: the typed failure itself, the abort reason, or the defect. */
@@ -139,11 +147,39 @@ export const connect = async (config: Config): Promise<Client> => {
   const service = Context.get(runtime.context, McpClient.McpClient)
   const fork = Runtime.runFork(runtime)
 
-  /** Runs `effect` as one fiber, started now; `signal` interrupts it. */
+  /**
+   * Calls without a signal run on a pool of worker fibers, one call at a time each: a call is
+   * handed to an idle worker, or starts a new one (so the pool grows to the most calls ever in
+   * flight at once, and its workers wait, idle, after that). Not a fiber per call: every root fiber
+   * passes through Effect's global set of root fibers, and a set whose entries churn keeps the
+   * fibers it held — with each its exit value, the call's result — alive through the next
+   * young-generation collections, which promoted every 100 KB answer to the old generation (GC
+   * was 18 % of the client's time on a stream of them; docs/performance.md).
+   */
+  const idle: Array<(job: Exit.Exit<Job>) => void> = []
+  const workers = new Set<Fiber.RuntimeFiber<void>>()
+  const waitForJob = Effect.async<Job>((resume) => {
+    idle.push(resume)
+  })
+  const runJob = (job: Job): Effect.Effect<void> =>
+    Effect.flatMap(Effect.exit(job.effect), (exit) => {
+      settle(exit, job.resolve, job.reject, undefined)
+      return Effect.flatMap(waitForJob, runJob)
+    })
+  const startWorker = (job: Job) => {
+    const fiber = fork(runJob(job), { immediate: true })
+    workers.add(fiber)
+    fiber.addObserver(() => workers.delete(fiber))
+  }
+
+  /** Runs `effect` on the pool, or (with a `signal`) as its own fiber, which the signal interrupts. */
   const run = <A>(effect: Effect.Effect<A, McpError.McpError>, signal: AbortSignal | undefined): Promise<A> =>
     new Promise<A>((resolve, reject) => {
       if (signal === undefined) {
-        fork(effect, { immediate: true }).addObserver((exit) => settle(exit, resolve, reject, undefined))
+        const job: Job = { effect, resolve: resolve as (a: unknown) => void, reject }
+        const worker = idle.pop()
+        if (worker !== undefined) worker(Exit.succeed(job))
+        else startWorker(job)
         return
       }
       if (signal.aborted) return reject(signal.reason)
@@ -172,7 +208,11 @@ export const connect = async (config: Config): Promise<Client> => {
       )
     },
     listTools: (options) => run(Effect.map(service.refreshTools, (list) => list.tools), options?.signal),
-    close: () => (closing ??= managed.dispose()),
+    close: () => (closing ??= managed.dispose().then(() => {
+      // The idle workers wait for work that will not come; busy ones have failed with the connection.
+      idle.length = 0
+      for (const fiber of workers) fiber.unsafeInterruptAsFork(FiberId.none)
+    })),
     effect: service
   }
 }

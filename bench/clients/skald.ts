@@ -1,7 +1,9 @@
 /** Skald's client (`@skald/mcp`), running the workload natively in Effect. */
 import type { McpError } from "@skald/domain"
-import { HttpTransport, McpClient, StdioTransport } from "@skald/mcp"
-import { Effect, type Scope } from "effect"
+import type * as McpClient from "@skald/mcp/McpClient"
+import * as StdioTransport from "@skald/mcp/StdioTransport"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import { config, cpuMicros, isHttp, now, report, serverCommand, startHttpServer, summarize } from "./workload.js"
 
 const text = (outcome: McpClient.CallOutcome): string => (outcome.result._tag === "Text" ? outcome.result.text : "")
@@ -78,12 +80,14 @@ const program = <R>(connect: Effect.Effect<McpClient.Service, McpError.McpError,
 
 const kind = process.argv[2] ?? "raw"
 // The HTTP transport brings its own HTTP (pooled keep-alive node:http, as the CLI uses it): no
-// HttpClient layer to load or provide.
+// HttpClient layer to load or provide. Imported by module, as an app that needs only stdio would:
+// the `@skald/mcp` and `effect` indexes load every module of the package (HTTP, OAuth, …).
 const measured = isHttp(kind)
   ? await Effect.runPromise(
     Effect.scoped(Effect.gen(function*() {
       const http = yield* Effect.promise(() => startHttpServer(kind))
       yield* Effect.addFinalizer(() => Effect.sync(http.stop))
+      const HttpTransport = yield* Effect.promise(() => import("@skald/mcp/HttpTransport"))
       return yield* program(HttpTransport.client({ server: "bench", url: http.url }))
     }))
   )

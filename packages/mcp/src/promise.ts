@@ -18,7 +18,8 @@
  *
  * @since 0.1.0
  */
-import type { McpError, McpTool } from "@skald/domain"
+import type * as McpError from "@skald/domain/McpError"
+import type * as McpTool from "@skald/domain/McpTool"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"

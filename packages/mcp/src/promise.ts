@@ -158,6 +158,7 @@ export const connect = async (config: Config): Promise<Client> => {
    * was 18 % of the client's time on a stream of them; docs/performance.md).
    */
   const idle: Array<(job: Exit.Exit<Job>) => void> = []
+  let closed = false
   const workers = new Set<Fiber.RuntimeFiber<void>>()
   const waitForJob = Effect.async<Job>((resume) => {
     idle.push(resume)
@@ -165,7 +166,8 @@ export const connect = async (config: Config): Promise<Client> => {
   const runJob = (job: Job): Effect.Effect<void> =>
     Effect.flatMap(Effect.exit(job.effect), (exit) => {
       settle(exit, job.resolve, job.reject, undefined)
-      return Effect.flatMap(waitForJob, runJob)
+      // After close, a worker ends with its call (the calls of a closed client fail at once).
+      return closed ? Effect.void : Effect.flatMap(waitForJob, runJob)
     })
   const startWorker = (job: Job) => {
     const fiber = fork(runJob(job), { immediate: true })
@@ -210,6 +212,7 @@ export const connect = async (config: Config): Promise<Client> => {
     },
     listTools: (options) => run(Effect.map(service.refreshTools, (list) => list.tools), options?.signal),
     close: () => (closing ??= managed.dispose().then(() => {
+      closed = true
       // The idle workers wait for work that will not come; busy ones have failed with the connection.
       idle.length = 0
       for (const fiber of workers) fiber.unsafeInterruptAsFork(FiberId.none)

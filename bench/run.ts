@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: Skald vs the official SDK client vs a raw client, over stdio and streamable
  * HTTP, against a raw server and an SDK server of each, in ONE run (BENCH_SERVERS picks a subset). Each client runs in its own process;
- * the client order rotates every round; ratios are computed per round and their medians printed.
+ * the client order rotates every round; ratios are computed per round and their medians printed. Skald runs twice: natively in Effect
+ * (`skald`) and through its Promise face (`promise`, the harness the SDK and raw clients use).
  * Then the command line's own cost (`cli` in BENCH_SERVERS; bench/cli.ts) and the agent loop's
  * (`agent`; bench/agent.ts), the host's RPC (`rpc`) and the web UI's bundle and first load (`web`; bench/web.ts).
  */
@@ -18,7 +19,8 @@ import { runRpcSection } from "./rpc.js"
 import { runWebSection } from "./web.js"
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
-const clients = ["skald", "sdk", "raw"] as const
+// `promise` is Skald's Promise face (`@skald/mcp/promise`) run by the SDK's and raw client's harness.
+const clients = ["skald", "promise", "sdk", "raw"] as const
 const sections = process.env.BENCH_SERVERS?.split(",") ??
   ["raw", "sdk", "raw-http", "sdk-http", "cli", "agent", "agent-tokens", "rpc", "web"]
 const servers = sections.filter((s) =>
@@ -49,6 +51,7 @@ const metrics: ReadonlyArray<{ key: keyof Metrics; label: string; higherIsBetter
   { key: "c256CallsPerSec", label: "256 in flight calls/s", higherIsBetter: true, digits: 0 },
   { key: "cpuUsPerCall", label: "client CPU µs/call (256 in flight)", higherIsBetter: false, digits: 1 },
   { key: "bigMBps", label: "100 KB result MB/s", higherIsBetter: true, digits: 1 },
+  { key: "bigCpuUsPerCall", label: "client CPU µs per 100 KB result", higherIsBetter: false, digits: 0 },
   { key: "listMs", label: "5,000-tool list (ms)", higherIsBetter: false, digits: 1 },
   { key: "connectMs", label: "connect + initialize (ms)", higherIsBetter: false, digits: 1 },
   { key: "peakRssMB", label: "client peak RSS (MB)", higherIsBetter: false, digits: 1 }
@@ -90,16 +93,19 @@ for (const server of servers) {
     "sdk-http": "the official SDK's StreamableHTTPServerTransport (JSON answers), over streamable HTTP"
   }[server]
   console.log(`\n### Against ${label} (medians of ${rounds} rounds)\n`)
-  console.log("| metric | Skald | SDK client | raw client | Skald/SDK | Skald/raw | spread (Skald) |")
-  console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+  console.log(
+    "| metric | Skald | Promise face | SDK client | raw client | Skald/SDK | Skald/raw | Promise/SDK | Promise/raw | " +
+      "spread (Skald) |"
+  )
+  console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
   for (const { digits, key: k, label } of metrics) {
     const per = (c: Client) => results.get(key(server, c))!.map((m) => m[k])
-    const ratio = (other: Client) => median(per("skald").map((v, i) => v / per(other)[i]!))
+    const ratio = (of: Client, other: Client) => fmt(median(per(of).map((v, i) => v / per(other)[i]!)), 2)
     console.log(
-      `| ${label} | ${fmt(median(per("skald")), digits)} | ${fmt(median(per("sdk")), digits)} | ` +
-        `${fmt(median(per("raw")), digits)} | ${fmt(ratio("sdk"), 2)}× | ${fmt(ratio("raw"), 2)}× | ±${
-          fmt(spread(per("skald")) / 2, 0)
-        }% |`
+      `| ${label} | ${fmt(median(per("skald")), digits)} | ${fmt(median(per("promise")), digits)} | ` +
+        `${fmt(median(per("sdk")), digits)} | ${fmt(median(per("raw")), digits)} | ` +
+        `${ratio("skald", "sdk")}× | ${ratio("skald", "raw")}× | ${ratio("promise", "sdk")}× | ` +
+        `${ratio("promise", "raw")}× | ±${fmt(spread(per("skald")) / 2, 0)}% |`
     )
   }
 }

@@ -34,6 +34,8 @@ export interface Metrics {
   readonly c256CallsPerSec: number
   readonly cpuUsPerCall: number
   readonly bigMBps: number
+  /** Client CPU µs per 100 KB call. */
+  readonly bigCpuUsPerCall: number
   readonly listMs: number
   readonly tools: number
   readonly peakRssMB: number
@@ -137,10 +139,12 @@ export const runWorkload = async (connect: () => Promise<Driver>): Promise<Metri
   const c256 = await inFlight(256, config.inFlight256)
   const cpuUsPerCall = (cpuMicros() - cpu0) / config.inFlight256
 
+  const bigCpu0 = cpuMicros()
   const bigStart = now()
   let bytes = 0
   for (let i = 0; i < config.big; i++) bytes += (await driver.call("big", {})).length
   const bigMBps = bytes / (1024 * 1024) / ((now() - bigStart) / 1000)
+  const bigCpuUsPerCall = (cpuMicros() - bigCpu0) / config.big
 
   const lists: Array<number> = []
   for (let i = 0; i < config.lists; i++) {
@@ -152,7 +156,18 @@ export const runWorkload = async (connect: () => Promise<Driver>): Promise<Metri
   lists.sort((a, b) => a - b)
 
   await driver.close()
-  return summarize({ connectMs, tools, latencies, seqElapsed, c64, c256, cpuUsPerCall, bigMBps, lists })
+  return summarize({
+    connectMs,
+    tools,
+    latencies,
+    seqElapsed,
+    c64,
+    c256,
+    cpuUsPerCall,
+    bigMBps,
+    bigCpuUsPerCall,
+    lists
+  })
 }
 
 /** What the phases measured, before summary. `latencies` and `lists` are sorted, in ms. */
@@ -165,6 +180,7 @@ export interface Measured {
   readonly c256: number
   readonly cpuUsPerCall: number
   readonly bigMBps: number
+  readonly bigCpuUsPerCall: number
   readonly lists: ReadonlyArray<number>
 }
 
@@ -178,6 +194,7 @@ export const summarize = (m: Measured): Metrics => ({
   c256CallsPerSec: m.c256,
   cpuUsPerCall: m.cpuUsPerCall,
   bigMBps: m.bigMBps,
+  bigCpuUsPerCall: m.bigCpuUsPerCall,
   listMs: percentile(m.lists, 50),
   tools: m.tools,
   peakRssMB: peakRssMB()

@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { McpCallResult } from "@skald/domain"
+import * as McpCallResult from "@skald/domain/McpCallResult"
 import * as Either from "effect/Either"
 import * as Encoding from "effect/Encoding"
 import * as Predicate from "effect/Predicate"

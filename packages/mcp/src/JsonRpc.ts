@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import type { McpError } from "@skald/domain"
+import type * as McpError from "@skald/domain/McpError"
 import * as Schema from "effect/Schema"
 
 /** A request id. The two directions number their ids independently. */

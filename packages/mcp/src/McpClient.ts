@@ -8,8 +8,11 @@
  *
  * @since 0.1.0
  */
-import { McpError } from "@skald/domain"
-import type { McpCallResult, McpPrompt, McpResource, McpTool } from "@skald/domain"
+import type * as McpCallResult from "@skald/domain/McpCallResult"
+import * as McpError from "@skald/domain/McpError"
+import type * as McpPrompt from "@skald/domain/McpPrompt"
+import type * as McpResource from "@skald/domain/McpResource"
+import type * as McpTool from "@skald/domain/McpTool"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"

@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { McpError } from "@skald/domain"
+import * as McpError from "@skald/domain/McpError"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"

@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import type { McpError } from "@skald/domain"
+import type * as McpError from "@skald/domain/McpError"
 import * as Context from "effect/Context"
 import type * as Mailbox from "effect/Mailbox"
 import type * as JsonRpc from "./JsonRpc.js"

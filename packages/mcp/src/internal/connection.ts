@@ -4,8 +4,8 @@
  * the transport, the server's name (which initialize may change), the log, the clock and the
  * options resolved to milliseconds. One object per connection, never one per message.
  */
-import { McpError } from "@skald/domain"
-import type { McpTool } from "@skald/domain"
+import * as McpError from "@skald/domain/McpError"
+import type * as McpTool from "@skald/domain/McpTool"
 import type * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"

@@ -3,7 +3,7 @@
  * speaks, accepts a compatible older one (with a warning), refuses any other, and names the
  * server by its `serverInfo.name` when asked to.
  */
-import { McpError } from "@skald/domain"
+import * as McpError from "@skald/domain/McpError"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import type * as Tracer from "effect/Tracer"

@@ -2,7 +2,7 @@
  * What the resource and prompt parts share: the capability check made before a request is sent,
  * and the paginated listing (`nextCursor` followed for at most `maxListPages` pages, as tools are).
  */
-import { McpError } from "@skald/domain"
+import * as McpError from "@skald/domain/McpError"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"

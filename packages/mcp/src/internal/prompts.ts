@@ -4,7 +4,7 @@
  * resource template's argument. Each request is sent only when the server declared `prompts`
  * (`completions` for completion).
  */
-import { McpPrompt } from "@skald/domain"
+import * as McpPrompt from "@skald/domain/McpPrompt"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as PubSub from "effect/PubSub"

@@ -3,7 +3,7 @@
  * from a transport's read callback, internal/directDelivery.ts), the server's requests to their
  * handlers, notifications to the engine's own consumers and to the streams.
  */
-import { McpError } from "@skald/domain"
+import * as McpError from "@skald/domain/McpError"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"

@@ -6,8 +6,8 @@
  * connection and is only touched synchronously (registration, routing, abandonment, the timer), so
  * no interleaving sees it half-done.
  */
-import { McpError } from "@skald/domain"
-import type { McpTool } from "@skald/domain"
+import * as McpError from "@skald/domain/McpError"
+import type * as McpTool from "@skald/domain/McpTool"
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"

@@ -4,7 +4,7 @@
  * `notifications/resources/updated` and `notifications/resources/list_changed`. Every request
  * is sent only when the server declared `resources` (a subscription: `resources.subscribe`).
  */
-import { McpResource } from "@skald/domain"
+import * as McpResource from "@skald/domain/McpResource"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"

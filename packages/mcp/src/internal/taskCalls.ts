@@ -3,7 +3,7 @@
  * that creates the task, its progress (keyed by a token of its own, as long-lived as the task),
  * and the cancellation of a task whose handle came after its caller stopped.
  */
-import type { McpError } from "@skald/domain"
+import type * as McpError from "@skald/domain/McpError"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Runtime from "effect/Runtime"

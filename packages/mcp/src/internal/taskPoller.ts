@@ -5,7 +5,7 @@
  * the ONE place that sends `tasks/cancel` for a task that is abandoned before a terminal status —
  * a stop, a closing scope or the deadline — and only when the server declared `tasks.cancel`.
  */
-import { McpError } from "@skald/domain"
+import * as McpError from "@skald/domain/McpError"
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"

@@ -2,7 +2,8 @@
  * The tool cache: every page of `tools/list` merged, kept fresh by `notifications/tools/list_changed`
  * (a burst coalesced into one listing, and only once the client has listed), one listing at a time.
  */
-import { McpError, McpTool } from "@skald/domain"
+import * as McpError from "@skald/domain/McpError"
+import * as McpTool from "@skald/domain/McpTool"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"

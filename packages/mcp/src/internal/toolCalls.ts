@@ -3,8 +3,8 @@
  * its answer is delivered, a task-augmented one where tool and server both offer it, and a call
  * of a tool the server did not list, whose "no such tool" becomes `McpUnknownTool`.
  */
-import { McpError } from "@skald/domain"
-import type { McpTool } from "@skald/domain"
+import * as McpError from "@skald/domain/McpError"
+import type * as McpTool from "@skald/domain/McpTool"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"

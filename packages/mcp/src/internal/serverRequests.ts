@@ -25,6 +25,8 @@ export interface ServerRequests {
   readonly cancel: (id: JsonRpc.RequestId) => Effect.Effect<void>
   /** `notifications/elicitation/complete`: the URL elicitation `elicitationId` is done. */
   readonly completeUrl: (elicitationId: string) => void
+  /** Done once the server's first `roots/list` has been answered (the answer handed to the transport). */
+  readonly rootsListed: Deferred.Deferred<void>
 }
 
 export const make = (
@@ -62,6 +64,7 @@ export const make = (
       )
 
     const urlCompletions = new Map<string, Deferred.Deferred<void>>()
+    const rootsListed = yield* Deferred.make<void>()
 
     const invalidParams = (why: string): JsonRpc.ErrorObject => ({
       code: JsonRpc.ErrorCode.InvalidParams,
@@ -138,10 +141,17 @@ export const make = (
     }
 
     return {
-      start: (message) =>
-        FiberMap.run(handlers, message.id, answer(message.id, message.method, serverRequest(message)), {
-          onlyIfMissing: true
-        }).pipe(Effect.asVoid),
+      start: (message) => {
+        const answering = answer(message.id, message.method, serverRequest(message))
+        return FiberMap.run(
+          handlers,
+          message.id,
+          message.method === "roots/list"
+            ? Effect.ensuring(answering, Deferred.done(rootsListed, Exit.void))
+            : answering,
+          { onlyIfMissing: true }
+        ).pipe(Effect.asVoid)
+      },
       cancel: (id) => FiberMap.remove(handlers, id),
       completeUrl: (elicitationId) => {
         // Only elicitations this connection was asked for; an unknown id is ignored (no growth).
@@ -150,6 +160,7 @@ export const make = (
           urlCompletions.delete(elicitationId)
           Deferred.unsafeDone(done, Exit.void)
         }
-      }
+      },
+      rootsListed
     } satisfies ServerRequests
   })

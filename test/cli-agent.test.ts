@@ -369,6 +369,52 @@ describe("skald chat: a server's prompt as a /command", () => {
   )
 })
 
+describe("skald chat beside a running host: a server's prompt as a /command", () => {
+  it.scopedLive(
+    "/help and /SERVER:PROMPT go to the host's servers (Agent.Command); the prompt is the turn",
+    () =>
+      Effect.gen(function*() {
+        const standin = yield* ModelStandin.start([ModelStandin.text(["Rainy."])])
+        const home = makeHome()
+        const everything = [
+          process.execPath,
+          Path.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
+          "stdio"
+        ]
+        const added = yield* skald(["mcp", "add", "ev", "--home", home, "--", ...everything], {})
+        assert.strictEqual(added.status, 0, added.stderr)
+        const env = { SKALD_LLM_PROVIDER: "openai", SKALD_LLM_BASE_URL: standin.url, SKALD_LLM_MODEL: "m" }
+        const host = yield* Effect.acquireRelease(
+          Effect.promise(() => startServe(home, env)),
+          (h) => Effect.promise(() => stopProcess(h.child))
+        )
+        yield* Effect.promise(() =>
+          until(
+            "ev connected in the host",
+            () => runSkald(["mcp", "list", "--json", "--home", home]),
+            (r) => (JSON.parse(r.stdout || "[]") as Array<Json>).some((s) => s.name === "ev" && s.state === "connected")
+          )
+        )
+        // No model settings here: the turn is the host's.
+        const chat = yield* skald(["chat", "--home", home], {}, "/help\n/ev:args-prompt city=Oslo\n")
+        assert.strictEqual(chat.status, 0, chat.stderr + host.stderr())
+        assert.include(chat.stderr, "via the host")
+        assert.include(chat.stdout, "/ev:args-prompt city=… (required) state=…")
+        assert.include(chat.stdout, "Rainy.")
+        const list = JSON.parse((yield* skald(["sessions", "list", "--json", "--home", home], {})).stdout) as Array<
+          Json
+        >
+        const show = yield* skald(["sessions", "show", "--json", "--home", home, list[0]!.id], {})
+        const rows = (JSON.parse(show.stdout) as Json).messages as Array<Json>
+        assert.deepStrictEqual(rows.map((m) => [m.role, m.text]), [["user", "What's weather in Oslo?"], [
+          "assistant",
+          "Rainy."
+        ]])
+      }),
+    120_000
+  )
+})
+
 describe("skald agent run beside a running host", () => {
   it.scopedLive(
     "the turn runs in the host (its model, its connections, not restarted); a server that failed there is its own",

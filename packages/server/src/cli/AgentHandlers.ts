@@ -405,11 +405,7 @@ export const chat = (args: AgentCommands.ChatArgs) => {
           terminal === undefined
             ? host.noteElicitations
             : InboxPrompt.startOn(host.source, Elicit.terminal, hooksOf(terminal))
-        ), () =>
-        Effect.succeed<PromptCommands.Outcome>({
-          _tag: "Print",
-          text: "server prompts are not offered through the running host yet; stop it to use them here"
-        }))
+        ), host.command)
   ).pipe(reportFailures)
 }
 

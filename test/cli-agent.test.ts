@@ -319,6 +319,102 @@ describe("skald chat on a terminal", () => {
     }), 120_000)
 })
 
+describe("skald chat: a server's prompt as a /command", () => {
+  it.scopedLive(
+    "/help lists the prompts; /SERVER:PROMPT name=value sends its messages as the user's turn",
+    () =>
+      Effect.gen(function*() {
+        const standin = yield* ModelStandin.start([ModelStandin.text(["Sunny."])])
+        const home = makeHome()
+        const everything = [
+          process.execPath,
+          Path.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
+          "stdio"
+        ]
+        const added = yield* skald(["mcp", "add", "ev", "--home", home, "--", ...everything], {})
+        assert.strictEqual(added.status, 0, added.stderr)
+        const env = { SKALD_LLM_PROVIDER: "openai", SKALD_LLM_BASE_URL: standin.url, SKALD_LLM_MODEL: "m" }
+        const chat = yield* spawnTty(["--home", home], env)
+        const prompts = () => chat.output().split("> ").length - 1
+        yield* eventually(() => prompts() >= 1, "the prompt", "30 seconds")
+        chat.child.stdin.write("/help\r")
+        yield* eventually(
+          () => chat.output().includes("/ev:args-prompt city=… (required) state=…"),
+          "the prompts listed",
+          "30 seconds"
+        )
+        assert.include(chat.output(), "/ev:simple-prompt")
+        chat.child.stdin.write("/ev:args-prompt\r")
+        yield* eventually(() => chat.output().includes("/ev:args-prompt needs city=…"), "the missing argument said")
+        chat.child.stdin.write("/ev:nope\r")
+        yield* eventually(() => chat.output().includes("ev has no prompt \"nope\""), "an unknown prompt said")
+        chat.child.stdin.write("/ev:args-prompt city=\"New York\" state=NY\r")
+        yield* eventually(() => chat.output().includes("Sunny."), "the answer")
+        yield* eventually(() => prompts() >= 5, "the next prompt")
+        chat.child.stdin.write("\x04")
+        assert.strictEqual(yield* Effect.promise(() => chat.exited), 0, chat.output())
+        // Only the prompt was a turn: its message, as the server wrote it, is the user's.
+        const list = JSON.parse((yield* skald(["sessions", "list", "--json", "--home", home], {})).stdout) as Array<
+          Json
+        >
+        assert.lengthOf(list, 1)
+        const show = yield* skald(["sessions", "show", "--json", "--home", home, list[0]!.id], {})
+        const rows = (JSON.parse(show.stdout) as Json).messages as Array<Json>
+        assert.deepStrictEqual(rows.map((m) => [m.role, m.text]), [
+          ["user", "What's weather in New York, NY?"],
+          ["assistant", "Sunny."]
+        ])
+      }),
+    120_000
+  )
+})
+
+describe("skald chat beside a running host: a server's prompt as a /command", () => {
+  it.scopedLive(
+    "/help and /SERVER:PROMPT go to the host's servers (Agent.Command); the prompt is the turn",
+    () =>
+      Effect.gen(function*() {
+        const standin = yield* ModelStandin.start([ModelStandin.text(["Rainy."])])
+        const home = makeHome()
+        const everything = [
+          process.execPath,
+          Path.join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
+          "stdio"
+        ]
+        const added = yield* skald(["mcp", "add", "ev", "--home", home, "--", ...everything], {})
+        assert.strictEqual(added.status, 0, added.stderr)
+        const env = { SKALD_LLM_PROVIDER: "openai", SKALD_LLM_BASE_URL: standin.url, SKALD_LLM_MODEL: "m" }
+        const host = yield* Effect.acquireRelease(
+          Effect.promise(() => startServe(home, env)),
+          (h) => Effect.promise(() => stopProcess(h.child))
+        )
+        yield* Effect.promise(() =>
+          until(
+            "ev connected in the host",
+            () => runSkald(["mcp", "list", "--json", "--home", home]),
+            (r) => (JSON.parse(r.stdout || "[]") as Array<Json>).some((s) => s.name === "ev" && s.state === "connected")
+          )
+        )
+        // No model settings here: the turn is the host's.
+        const chat = yield* skald(["chat", "--home", home], {}, "/help\n/ev:args-prompt city=Oslo\n")
+        assert.strictEqual(chat.status, 0, chat.stderr + host.stderr())
+        assert.include(chat.stderr, "via the host")
+        assert.include(chat.stdout, "/ev:args-prompt city=… (required) state=…")
+        assert.include(chat.stdout, "Rainy.")
+        const list = JSON.parse((yield* skald(["sessions", "list", "--json", "--home", home], {})).stdout) as Array<
+          Json
+        >
+        const show = yield* skald(["sessions", "show", "--json", "--home", home, list[0]!.id], {})
+        const rows = (JSON.parse(show.stdout) as Json).messages as Array<Json>
+        assert.deepStrictEqual(rows.map((m) => [m.role, m.text]), [["user", "What's weather in Oslo?"], [
+          "assistant",
+          "Rainy."
+        ]])
+      }),
+    120_000
+  )
+})
+
 describe("skald agent run beside a running host", () => {
   it.scopedLive(
     "the turn runs in the host (its model, its connections, not restarted); a server that failed there is its own",

@@ -177,6 +177,30 @@ describe("skald mcp resources|read|prompts|prompt and mcp add --root", () => {
         const read = yield* run(["mcp", "read", "ev", "demo://resource/dynamic/text/5"], env)
         assert.strictEqual(read.status, 0, read.stderr)
         assert.match(read.stdout, /^Resource 5: This is a plaintext resource/)
+        // A blob goes into the home's media store, as `skald mcp call`'s media do: a link, never base64.
+        const blob = yield* run(["mcp", "read", "ev", "demo://resource/dynamic/blob/4"], env)
+        assert.strictEqual(blob.status, 0, blob.stderr)
+        const link = /^\[file\]\(\/api\/mcp-media\/([0-9a-f-]+\.txt)\) \(text\/plain, (\d+) B\)$/.exec(
+          blob.stdout.trim()
+        )
+        assert.isNotNull(link, blob.stdout)
+        const saved = Fs.readFileSync(Path.join(home, "data", "mcp_media", link![1]!))
+        assert.strictEqual(saved.length, Number(link![2]))
+        assert.match(saved.toString("utf8"), /^Resource 4: This is a base64 blob/)
+        const blobJson = yield* run(["mcp", "read", "ev", "--json", "demo://resource/dynamic/blob/4"], env)
+        const items = (JSON.parse(blobJson.stdout) as { contents: Array<Record<string, unknown>> }).contents
+        assert.strictEqual(items.length, 1)
+        assert.deepStrictEqual(Object.keys(items[0]!).sort(), ["mimeType", "size", "uri", "url"])
+        assert.match(String(items[0]!.url), /^\/api\/mcp-media\/[0-9a-f-]+\.txt$/)
+        assert.notStrictEqual(items[0]!.url, `/api/mcp-media/${link![1]}`)
+        assert.strictEqual(
+          Fs.readFileSync(Path.join(home, "data", "mcp_media", Path.basename(String(items[0]!.url)))).length,
+          items[0]!.size
+        )
+        const textJson = yield* run(["mcp", "read", "ev", "--json", "demo://resource/dynamic/text/5"], env)
+        const text = (JSON.parse(textJson.stdout) as { contents: Array<{ uri: string; text: string }> }).contents
+        assert.strictEqual(text[0]!.uri, "demo://resource/dynamic/text/5")
+        assert.match(text[0]!.text, /^Resource 5: This is a plaintext resource/)
         const prompts = yield* run(["mcp", "prompts", "ev", "--json"], env)
         assert.include((JSON.parse(prompts.stdout) as Array<{ name: string }>).map((p) => p.name), "args-prompt")
         const prompt = yield* run(["mcp", "prompt", "ev", "args-prompt", "--args", "{\"city\":\"Bergen\"}"], env)

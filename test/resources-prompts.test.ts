@@ -253,6 +253,41 @@ for (const target of targets) {
     )
 
     it.live(
+      "with roots the client is returned once the server's first roots/list is answered; a server that never asks: only the bound; no roots: no wait",
+      () =>
+        Effect.gen(function*() {
+          const root = Roots.fixed([Roots.fromPath("/tmp/skald-root-a")])
+          const waited = (logs: ReturnType<typeof makeLogCapture>) =>
+            logs.withTag("debug").some((t) => t.includes("did not ask roots/list within"))
+          // server-everything asks at once: a bound of an hour is never reached (the test would time out).
+          const asking = makeLogCapture()
+          const client = yield* build(target.everything({ rootsWait: "1 hour" })).pipe(
+            Effect.provideService(Roots.Roots, root),
+            asking.provide
+          )
+          assert.include(expectText((yield* client.callTool("get-roots-list")).result).text, "skald-root-a")
+          assert.isFalse(waited(asking))
+          // The echo fixture asks only when its ask_roots tool runs: the bound releases the client.
+          const silent = makeLogCapture()
+          const echo = yield* build(target.fixture("echo", undefined, { rootsWait: "200 millis" })).pipe(
+            Effect.provideService(Roots.Roots, root),
+            silent.provide
+          )
+          assert.isTrue(waited(silent))
+          assert.include(expectText((yield* echo.callTool("ask_roots")).result).text, "skald-root-a")
+          // Without roots nothing is waited for, however long the bound.
+          const plain = makeLogCapture()
+          const unrooted = yield* build(target.fixture("echo", undefined, { rootsWait: "1 hour" })).pipe(plain.provide)
+          assert.isFalse(waited(plain))
+          assert.strictEqual(
+            expectText((yield* unrooted.callTool("ask_roots")).result).text,
+            "roots/list failed with code -32601"
+          )
+        }).pipe(Effect.scoped),
+      60_000
+    )
+
+    it.live(
       "without a Roots service roots/list is refused (-32601); with one it is answered with the list",
       () =>
         Effect.gen(function*() {

@@ -15,7 +15,7 @@ import type * as McpResource from "@skald/domain/McpResource"
 import type * as McpTool from "@skald/domain/McpTool"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -73,6 +73,14 @@ export interface Options {
   readonly taskHandleGrace?: Duration.DurationInput | undefined
   /** How long a person has to answer an elicitation before it is answered `cancel` (default 5 min). */
   readonly userDeadline?: Duration.DurationInput | undefined
+  /**
+   * With a `Roots` service: how long the connection waits after `notifications/initialized` for
+   * the server's first `roots/list` (and the answer handed to the transport) before the client is
+   * returned, so no request reaches a server that has not learnt its roots yet — server-filesystem,
+   * for one, asks only then and refuses every path until it has (default 1 s; a server that never
+   * asks costs that once per connection). Clients without roots never wait.
+   */
+  readonly rootsWait?: Duration.DurationInput | undefined
   /**
    * Name the server by its `serverInfo.name` once `initialize` has answered, in errors and log
    * lines (default false: the transport's `server` throughout). For an ad-hoc client whose
@@ -347,6 +355,23 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
       samplingHandler
     )
     const serverName = typeof identity.serverInfo.name === "string" ? identity.serverInfo.name : "unknown"
+    if (roots !== undefined) {
+      // A server may ask roots/list only once told `initialized` (server-filesystem does, and until
+      // it has taken in the answer every path is outside its empty allowed list): hold the first
+      // request until that answer is on its way and a `ping` after it came back (the server has
+      // read the answer and had a turn to apply it: server-filesystem resolves the folders with
+      // two awaits first), or the bound passes (a server that never asks).
+      yield* Deferred.await(serverRequests.rootsListed).pipe(
+        Effect.zipRight(Effect.ignore(requests.request("ping", undefined))),
+        Effect.timeoutTo({
+          duration: conn.settings.rootsWait,
+          onSuccess: () => Effect.void,
+          onTimeout: () =>
+            conn.log("debug", `the server did not ask roots/list within ${Duration.format(conn.settings.rootsWait)}`)
+        }),
+        Effect.flatten
+      )
+    }
 
     // --- tasks and tools/call (what the negotiated revision has) -----------------------------
     const features = Protocol.features(identity.protocolVersion)

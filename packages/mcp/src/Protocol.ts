@@ -54,6 +54,12 @@ export const DEFAULT_MAX_TOTAL_TIMEOUT_MILLIS = 60 * 60 * 1000
 /** The default start (spawn + initialize) timeout (the seed's `SERVER_START_TIMEOUT_SECS`). */
 export const DEFAULT_START_TIMEOUT_MILLIS = 120_000
 
+/**
+ * How long a client that declares roots waits after `notifications/initialized` for the server's
+ * first `roots/list` before it releases its first request (McpClient's `rootsWait`).
+ */
+export const DEFAULT_ROOTS_WAIT_MILLIS = 1_000
+
 /** The default limit on one incoming message (a line on stdio, a body on HTTP). */
 export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 

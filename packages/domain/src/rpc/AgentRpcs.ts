@@ -115,5 +115,18 @@ export const DeleteSession = Rpc.make("Agent.DeleteSession", {
   error: Schema.Union(RpcErrors.SessionNotFound, RpcErrors.SessionBusy, RpcErrors.HostFailure)
 })
 
+/** What a chat command does: text to show, or the message to send as the user's turn. */
+export const CommandOutcome = Schema.Union(
+  Schema.TaggedStruct("Print", { text: Schema.String }),
+  Schema.TaggedStruct("Send", { message: Schema.String })
+)
+
+/** A chat line starting with `/` (`/help`, `/SERVER:PROMPT name=value …`) run against the host's servers. */
+export const Command = Rpc.make("Agent.Command", {
+  payload: { line: Schema.String },
+  success: CommandOutcome,
+  error: RpcErrors.HostFailure
+})
+
 /** The agent's RPCs. */
-export class AgentRpcs extends RpcGroup.make(Send, Stop, Attach, Sessions, History, DeleteSession) {}
+export class AgentRpcs extends RpcGroup.make(Send, Stop, Attach, Sessions, History, DeleteSession, Command) {}

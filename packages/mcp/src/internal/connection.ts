@@ -34,6 +34,7 @@ export interface Settings {
   readonly resetOnProgress: boolean
   readonly maxTotalMillis: number
   readonly userDeadline: Duration.Duration
+  readonly rootsWait: Duration.Duration
   readonly taskTtlMillis: number | undefined
   readonly taskBounds: TaskPoller.Bounds
   readonly maxToolPages: number
@@ -49,6 +50,7 @@ export const settings = (options: Options): Settings => ({
   resetOnProgress: options.resetTimeoutOnProgress ?? true,
   maxTotalMillis: Duration.toMillis(options.maxTotalTimeout ?? Protocol.DEFAULT_MAX_TOTAL_TIMEOUT_MILLIS),
   userDeadline: Duration.decode(options.userDeadline ?? "5 minutes"),
+  rootsWait: Duration.decode(options.rootsWait ?? Protocol.DEFAULT_ROOTS_WAIT_MILLIS),
   taskTtlMillis: options.taskTtl === undefined ? undefined : Duration.toMillis(options.taskTtl),
   taskBounds: {
     ...TaskPoller.defaultBounds,

@@ -27,6 +27,8 @@ export interface ServerRequests {
   readonly cancel: (id: JsonRpc.RequestId) => Effect.Effect<void>
   /** `notifications/elicitation/complete`: the URL elicitation `elicitationId` is done. */
   readonly completeUrl: (elicitationId: string) => void
+  /** Done once the server's first `roots/list` has been answered (the answer handed to the transport). */
+  readonly rootsListed: Deferred.Deferred<void>
 }
 
 export const make = (
@@ -65,6 +67,7 @@ export const make = (
       )
 
     const urlCompletions = new Map<string, Deferred.Deferred<void>>()
+    const rootsListed = yield* Deferred.make<void>()
 
     const invalidParams = (why: string): JsonRpc.ErrorObject => ({
       code: JsonRpc.ErrorCode.InvalidParams,
@@ -158,10 +161,17 @@ export const make = (
     }
 
     return {
-      start: (message) =>
-        FiberMap.run(handlers, message.id, answer(message.id, message.method, serverRequest(message)), {
-          onlyIfMissing: true
-        }).pipe(Effect.asVoid),
+      start: (message) => {
+        const answering = answer(message.id, message.method, serverRequest(message))
+        return FiberMap.run(
+          handlers,
+          message.id,
+          message.method === "roots/list"
+            ? Effect.ensuring(answering, Deferred.done(rootsListed, Exit.void))
+            : answering,
+          { onlyIfMissing: true }
+        ).pipe(Effect.asVoid)
+      },
       cancel: (id) => FiberMap.remove(handlers, id),
       completeUrl: (elicitationId) => {
         // Only elicitations this connection was asked for; an unknown id is ignored (no growth).
@@ -170,6 +180,7 @@ export const make = (
           urlCompletions.delete(elicitationId)
           Deferred.unsafeDone(done, Exit.void)
         }
-      }
+      },
+      rootsListed
     } satisfies ServerRequests
   })

@@ -62,6 +62,7 @@ import * as ActivateTools from "./tools/ActivateTools.js"
 import * as ConfigTools from "./tools/ConfigTools.js"
 import * as DispatchAgent from "./tools/DispatchAgent.js"
 import * as Notify from "./tools/Notify.js"
+import * as ReadResource from "./tools/ReadResource.js"
 import * as TurnLog from "./TurnLog.js"
 
 /** A turn is already running in that session. */
@@ -443,6 +444,10 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
 
       /** Runs a built-in tool (agent/tools/*); its answer is the text the model reads. */
       const builtin = (call: History.CallRow, frame: Frame, round: Catalog.Round): Effect.Effect<string, unknown> => {
+        // Reading a resource changes nothing the round keeps.
+        if (call.name === ReadResource.NAME) {
+          return ReadResource.run(call.arguments, round.readable).pipe(Effect.provide(services))
+        }
         // It may change the grants or the servers: the next round reads them again.
         const kept = listed.get(frame)
         if (kept !== undefined) Catalog.forget(kept)

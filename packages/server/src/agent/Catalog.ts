@@ -1,8 +1,9 @@
 /**
  * The tools of a model round (lazy MCP tool loading, docs/agent.md): the base tools
  * (`activate_tools`, `dispatch_agent` where sub-agents may be dispatched, `notify` for the `tic`
- * agent), the tools of the granted servers (asked of the manager every round, so an activation in
- * round N is offered from round N+1), and the `config` group's when granted. The server list and the grants are kept for
+ * agent, `read_resource` where a server it may use has resources), the tools of the granted servers
+ * (asked of the manager every round, so an activation in round N is offered from round N+1), and the
+ * `config` group's when granted. The server list and the grants are kept for
  * the turn (`Kept`) until a built-in tool runs. Every definition goes through the same
  * `visible` filter (approval and interactive-only rules; until they exist, everything is visible).
  *
@@ -17,6 +18,7 @@ import * as ActivateTools from "./tools/ActivateTools.js"
 import * as ConfigTools from "./tools/ConfigTools.js"
 import * as DispatchAgent from "./tools/DispatchAgent.js"
 import * as Notify from "./tools/Notify.js"
+import * as ReadResource from "./tools/ReadResource.js"
 import type { Definition } from "./tools/ToolInput.js"
 
 /** Whether a tool may be offered (approval, interactive-only); the default offers every tool. */
@@ -31,6 +33,8 @@ export interface Round {
   /** The registered servers and the scope's grants, resolved (for the list block and the answers). */
   readonly servers: ReadonlyArray<McpServerEntry.ServerSummary>
   readonly grants: ReadonlyArray<ResolvedGrant>
+  /** The servers `read_resource` may read from this round (ReadResource.readable); empty: it is not offered. */
+  readonly readable: ReadonlyArray<string>
 }
 
 /** What the round is for. */
@@ -73,6 +77,7 @@ export const BUILTIN_NAMES: ReadonlySet<string> = new Set([
   ActivateTools.NAME,
   DispatchAgent.NAME,
   Notify.NAME,
+  ReadResource.NAME,
   ...ConfigTools.NAMES
 ])
 
@@ -89,17 +94,19 @@ export const round = Effect.fn("Catalog.round")(function*(input: RoundInput) {
   const servers = listed.servers
   const resolved = resolve(listed.granted, servers)
   const builtins = new Map<string, Definition>()
+  const always = input.always ?? []
+  const readable = ReadResource.readable(resolved, always, yield* manager.declaring("resources"))
   const base = [
     ActivateTools.definition,
     ...(input.dispatch ? [DispatchAgent.definition] : []),
-    ...(input.notify === true ? [Notify.definition] : [])
+    ...(input.notify === true ? [Notify.definition] : []),
+    ...(readable.length > 0 ? [ReadResource.definition(readable)] : [])
   ]
   const config = resolved.some((g) => g.name === CONFIG_GROUP) ? ConfigTools.definitions : []
   for (const d of [...base, ...config]) if (visible(d.name)) builtins.set(d.name, d)
-  const always = input.always ?? []
   const tools = always === "all" ? yield* manager.tools : yield* manager.toolsFor([...offered(resolved), ...always])
   const mcp = tools.filter((t) => visible(t.name))
-  return { builtins, mcp, servers, grants: resolved } satisfies Round as Round
+  return { builtins, mcp, servers, grants: resolved, readable } satisfies Round as Round
 })
 
 /** The system prompt of a round: the `<!-- MCP_LIST -->` tag replaced (a prompt without it is kept). */

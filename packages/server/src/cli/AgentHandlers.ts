@@ -24,6 +24,7 @@ import { Agent, type RunInput } from "../agent/Agent.js"
 import { ChatStore } from "../agent/ChatStore.js"
 import * as Model from "../agent/llm/Model.js"
 import { ModelSettings } from "../agent/llm/ModelSettings.js"
+import * as PromptCommands from "../agent/PromptCommands.js"
 import * as McpManager from "../host/McpManager.js"
 import * as Approvals from "../inbox/Approvals.js"
 import { Inbox } from "../inbox/Inbox.js"
@@ -310,15 +311,30 @@ const chatText = (event: TurnEvent.TurnEvent, sessionGiven: boolean): string | u
 const write = (text: string) => Effect.sync(() => void process.stdout.write(text))
 
 /** `skald chat` with its turns run by `runOne` and its questions answered by `prompts`. */
-const chatWith = <R, R2>(
+const chatWith = <R, R2, R3>(
   { agent, session }: AgentCommands.ChatArgs,
   runOne: Turn<R>,
-  prompts: (tty: Terminal | undefined) => Effect.Effect<void, never, Scope.Scope | R2>
+  prompts: (tty: Terminal | undefined) => Effect.Effect<void, never, Scope.Scope | R2>,
+  command: (line: string) => Effect.Effect<PromptCommands.Outcome, unknown, R3>
 ) =>
   Effect.gen(function*() {
     const current = yield* Ref.make<string | undefined>(Option.getOrUndefined(session))
-    const turn = (message: string) =>
+    const turn = (line: string) =>
       Effect.gen(function*() {
+        // `/help`, `/SERVER:PROMPT …` (agent/PromptCommands.ts): printed, or a prompt sent as the message.
+        let message = line
+        if (PromptCommands.isCommand(line)) {
+          const outcome = yield* command(line).pipe(
+            Effect.catchAll((error) =>
+              Effect.succeed<PromptCommands.Outcome>({
+                _tag: "Print",
+                text: `skald: ${(error as { message?: string }).message ?? String(error)}`
+              })
+            )
+          )
+          if (outcome._tag === "Print") return yield* write(`${outcome.text}\n`)
+          message = outcome.message
+        }
         const sessionId = yield* Ref.get(current)
         yield* runOne(
           { message, sessionId, agent: Option.getOrUndefined(agent) },
@@ -367,7 +383,7 @@ export const chat = (args: AgentCommands.ChatArgs) => {
       chatWith(args, runTurn, (terminal) =>
         terminal === undefined
           ? InboxPrompt.start(InboxPrompt.declining)
-          : InboxPrompt.start(Elicit.terminal, hooksOf(terminal)))
+          : InboxPrompt.start(Elicit.terminal, hooksOf(terminal)), PromptCommands.run)
     ).pipe(Effect.provide(agentLayer(args.home, mode))),
     (host) =>
       chatWith(args, host.turn, (terminal) =>
@@ -377,7 +393,7 @@ export const chat = (args: AgentCommands.ChatArgs) => {
           terminal === undefined
             ? host.noteElicitations
             : InboxPrompt.startOn(host.source, Elicit.terminal, hooksOf(terminal))
-        ))
+        ), host.command)
   ).pipe(reportFailures)
 }
 

@@ -129,5 +129,8 @@ export const connect = (url: string) =>
       Effect.asVoid
     )
 
-    return { url, client, source, turn, answerApprovals, noteElicitations }
+    /** A chat command (`/help`, `/SERVER:PROMPT …`) run against the host's servers (agent/PromptCommands.ts). */
+    const command = (line: string) => reach(client.Agent.Command({ line }))
+
+    return { url, client, source, turn, answerApprovals, noteElicitations, command }
   })

@@ -271,8 +271,11 @@ const resources = Command.make(
 const mcpReadConfig = {
   server: serverName,
   uri: Resource.uri,
-  json: Resource.json,
-  mediaDir: Resource.mediaDir,
+  json: Options.boolean("json").pipe(
+    Options.withDescription(
+      "Print the contents as JSON: text as sent, each blob as the url and size of its saved file."
+    )
+  ),
   home: Host.home
 }
 
@@ -282,7 +285,8 @@ export type McpReadArgs = Command.Command.ParseConfig<typeof mcpReadConfig>
 /** `skald mcp read`. */
 const read = Command.make("read", mcpReadConfig, Lazy.handler(Resource.load, (m) => m.mcpRead)).pipe(
   Command.withDescription(Help.about({
-    summary: "Read one resource of a registered server (as `skald read`), connecting it in this process.",
+    summary: "Read one resource of a registered server, connecting it in this process: text as text, binary " +
+      "contents saved in the home's media store (data/mcp_media, served by `skald serve` under /api/mcp-media/).",
     usage: ["skald mcp read [options] NAME URI"],
     examples: ["skald mcp read docs docs://index"]
   }))

@@ -11,6 +11,8 @@ import type { McpError } from "@skald/domain"
 import type * as McpClient from "@skald/mcp/McpClient"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as MediaStore from "../host/MediaStore.js"
+import { Paths } from "../host/Paths.js"
 import * as CallParse from "./CallParse.js"
 import { withClient } from "./ClientHandlers.js"
 import { UsageError } from "./CliError.js"
@@ -108,9 +110,32 @@ export const prompt = ({ args, json, name, ...target }: PromptArgs) =>
 export const mcpResources = ({ home, json, server }: McpResourcesArgs) =>
   withServer(home, server, ({ client }) => listResources(client, json))
 
-/** `skald mcp read`. */
-export const mcpRead = ({ home, json, mediaDir, server, uri }: McpReadArgs) =>
-  withServer(home, server, ({ client }) => readResource(client, uri, json, mediaDir))
+/**
+ * `skald mcp read`: as `skald mcp call` treats media, blobs go into the home's media store and
+ * are shown as `/api/mcp-media/…` links (`--json`: `{contents: [{uri, mimeType, text} | {uri,
+ * mimeType, url, size}]}`), never as base64.
+ */
+export const mcpRead = ({ home, json, server, uri }: McpReadArgs) =>
+  withServer(home, server, ({ client }) =>
+    Effect.gen(function*() {
+      const outcome = yield* client.readResource(uri)
+      const saved = yield* MediaStore.saveContents(outcome.contents, (yield* Paths).mediaDir)
+      yield* stdout(
+        json
+          ? Output.json({
+            contents: saved.map((item) =>
+              item._tag === "Text"
+                ? {
+                  uri: item.uri,
+                  ...(item.mimeType === undefined ? {} : { mimeType: item.mimeType }),
+                  text: item.text
+                }
+                : { uri: item.uri, mimeType: item.mimeType, url: item.url, size: item.size }
+            )
+          })
+          : saved.map((item) => item._tag === "Text" ? item.text : item.line).join("\n")
+      )
+    }))
 
 /** `skald mcp prompts`. */
 export const mcpPrompts = ({ home, json, server }: McpPromptsArgs) =>

@@ -14,7 +14,7 @@
  *
  * @since 0.1.0
  */
-import type { McpError, McpServerEntry, McpTool, ServerName, ToolResult } from "@skald/domain"
+import type { McpError, McpPrompt, McpResource, McpServerEntry, McpTool, ServerName, ToolResult } from "@skald/domain"
 import { ToolName } from "@skald/domain"
 import type { McpClient } from "@skald/mcp"
 import * as Clock from "effect/Clock"
@@ -24,6 +24,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FiberMap from "effect/FiberMap"
 import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
@@ -111,6 +112,15 @@ export type CallError =
   | McpError.McpError
   | MediaStore.MediaWriteError
 
+/** What asking a connected server for something other than a tool call can fail with. */
+export type ServerError = ServerNotConnected | McpError.McpError | MediaStore.MediaWriteError
+
+/** A server's resources and templates. */
+export interface ResourceListing {
+  readonly resources: ReadonlyArray<McpResource.McpResource>
+  readonly templates: ReadonlyArray<McpResource.McpResourceTemplate>
+}
+
 /** The manager. */
 export interface Service {
   /** Validates and stores the entry, then (re)connects it, replacing a running server of that name. */
@@ -142,6 +152,30 @@ export interface Service {
     args?: McpClient.JsonObject,
     options?: McpClient.RequestOptions
   ) => Effect.Effect<ToolResult.ToolResult, CallError>
+  /** The connected servers whose `initialize` declared `capability` (`resources`, `prompts`, …), sorted. */
+  readonly declaring: (capability: string) => Effect.Effect<ReadonlyArray<string>>
+  /** A connected server's resources and resource templates (none when it has no `templates/list`). */
+  readonly listResources: (server: string) => Effect.Effect<ResourceListing, ServerError>
+  /**
+   * Reads a connected server's resource as markdown text: text contents as they are, blobs saved
+   * in the media store and linked like media tool results (MediaStore.fromResourceContents).
+   */
+  readonly readResource: (server: string, uri: string) => Effect.Effect<string, ServerError>
+  /** A connected server's prompts. */
+  readonly listPrompts: (server: string) => Effect.Effect<ReadonlyArray<McpPrompt.McpPrompt>, ServerError>
+  /** `prompts/get` of a connected server. */
+  readonly getPrompt: (
+    server: string,
+    name: string,
+    args?: Readonly<Record<string, string>>
+  ) => Effect.Effect<McpPrompt.PromptResult, ServerError>
+  /** `completion/complete` for a prompt's argument of a connected server. */
+  readonly completePrompt: (
+    server: string,
+    prompt: string,
+    argument: { readonly name: string; readonly value: string },
+    context?: Readonly<Record<string, string>>
+  ) => Effect.Effect<McpPrompt.Completion, ServerError>
   /** Restarts a server now (a failed one is retried at once); a disabled one stays off. */
   readonly restart: (name: ServerName.ServerName) => Effect.Effect<void, UnknownServer | DatabaseError | CorruptRow>
   /** Brings the running connections in line with the registry now (normally automatic). */
@@ -553,6 +587,22 @@ const make = (
         return yield* MediaStore.fromCallResult(outcome.result, paths.mediaDir, options.mediaBaseUrl)
       }).pipe(Effect.withSpan("McpManager.call", { attributes: { "mcp.tool": qualifiedName } }))
 
+    /** Runs `f` on a connected server's client; its errors redacted like a call's. */
+    const using = <A>(
+      server: string,
+      what: string,
+      f: (client: McpClient.Service) => Effect.Effect<A, McpError.McpError | MediaStore.MediaWriteError>
+    ): Effect.Effect<A, ServerError> =>
+      Effect.gen(function*() {
+        const running = (yield* Ref.get(connections)).get(server)
+        if (running === undefined) return yield* Effect.flatMap(notConnected(server), Effect.fail)
+        return yield* f(running.client).pipe(
+          Effect.mapError((error) =>
+            error._tag === "MediaWriteError" ? error : Redactor.redactFields(running.redactor, error)
+          )
+        )
+      }).pipe(Effect.withSpan(`McpManager.${what}`, { attributes: { "mcp.server": server } }))
+
     const afterWrite = (name: string, force: boolean) => reconcileNow(force ? new Set([name]) : new Set())
 
     return {
@@ -609,22 +659,64 @@ const make = (
         return said
       }),
       call,
+      declaring: (capability) =>
+        Effect.map(connected, (all) =>
+          all.filter((r) => Predicate.isRecord(r.client.identity.capabilities[capability]))
+            .map((r) => r.entry.name as string)
+            .sort()),
+      listResources: (server) =>
+        using(server, "listResources", (client) =>
+          Effect.gen(function*() {
+            const resources = yield* client.listResources
+            // An SDK server with resources but no templates handler answers "method not found".
+            const templates = yield* client.listResourceTemplates.pipe(
+              Effect.map((list) => list.templates),
+              Effect.catchIf(
+                (error) => error._tag === "McpRequestError" && error.code === -32601,
+                () => Effect.succeed([])
+              )
+            )
+            return { resources: resources.resources, templates } satisfies ResourceListing
+          })),
+      readResource: (server, uri) =>
+        using(server, "readResource", (client) =>
+          Effect.flatMap(
+            client.readResource(uri),
+            (outcome) => MediaStore.fromResourceContents(outcome.contents, paths.mediaDir, options.mediaBaseUrl)
+          )),
+      listPrompts: (server) =>
+        using(server, "listPrompts", (client) => Effect.map(client.listPrompts, (list) => list.prompts)),
+      getPrompt: (server, name, args) =>
+        using(server, "getPrompt", (client) => Effect.map(client.getPrompt(name, args), (outcome) => outcome.result)),
+      completePrompt: (server, prompt, argument, context) =>
+        using(server, "completePrompt", (client) =>
+          client.complete({ type: "ref/prompt", name: prompt }, argument, context)),
       restart: (name) =>
         Effect.gen(function*() {
-          if (Option.isNone(yield* repo.get(name))) return yield* new UnknownServer({ name })
+          if (Option.isNone(yield* repo.get(name))) {
+            return yield* new UnknownServer({ name })
+          }
           yield* afterWrite(name, true)
         }).pipe(Effect.withSpan("McpManager.restart", { attributes: { "mcp.server": name } })),
       reconcile: reconcileNow(),
       pids: Effect.map(Ref.get(connections), (map) => {
         const pids = new Map<string, number>()
-        for (const [name, running] of map) if (running.pid !== undefined) pids.set(name, running.pid)
+        for (const [name, running] of map) {
+          if (running.pid !== undefined) {
+            pids.set(name, running.pid)
+          }
+        }
         return pids
       }),
       started: Effect.gen(function*() {
         yield* Deferred.await(firstReconcile)
         while (true) {
           const states = [...(yield* Ref.get(local)).values()]
-          if (states.every((s) => s.state !== "starting")) return states
+          if (
+            states.every((s) =>
+              s.state !== "starting"
+            )
+          ) return states
           yield* Effect.sleep("50 millis")
         }
       })

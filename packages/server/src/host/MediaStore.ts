@@ -8,8 +8,8 @@
  *
  * @since 0.1.0
  */
-import { MediaType, ToolResult } from "@skald/domain"
-import type { McpCallResult } from "@skald/domain"
+import { McpCallResult, MediaType, ToolResult } from "@skald/domain"
+import type { McpResource } from "@skald/domain"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Crypto from "node:crypto"
@@ -78,16 +78,70 @@ export const fromCallResult = (
             lines.push(`[${item.mimeType ?? item.name ?? "link"}](${item.uri})`)
             continue
           }
-          const file = yield* save(mediaDir, item)
-          const url = `${baseUrl?.replace(/\/+$/, "") ?? ""}${MEDIA_URL_PREFIX}${file}`
-          const link = item.kind === "image"
-            ? `![image](${url})`
-            : item.kind === "audio"
-            ? `[audio](${url})`
-            : `[file](${url})`
-          lines.push(`${link} (${item.mimeType}, ${MediaType.formatSize(item.data.length)})`)
+          lines.push((yield* saveLine(mediaDir, item, baseUrl)).line)
         }
         return ToolResult.TextResult.make({ text: lines.join("\n"), ...flag })
       }
     }
   })
+
+/** Saves one item and gives its markdown line: `![image](url) (image/png, 412 KB)`, `[audio](…)`, `[file](…)`. */
+const saveLine = (mediaDir: string, item: McpCallResult.McpInlineMedia, baseUrl: string | undefined) =>
+  Effect.map(save(mediaDir, item), (file) => {
+    const url = `${baseUrl?.replace(/\/+$/, "") ?? ""}${MEDIA_URL_PREFIX}${file}`
+    const link = item.kind === "image"
+      ? `![image](${url})`
+      : item.kind === "audio"
+      ? `[audio](${url})`
+      : `[file](${url})`
+    return { url, line: `${link} (${item.mimeType}, ${MediaType.formatSize(item.data.length)})` }
+  })
+
+/** One item of a read resource once saved: text as it came, a blob as the URL of its saved file. */
+export type SavedContents =
+  | { readonly _tag: "Text"; readonly uri: string; readonly mimeType?: string | undefined; readonly text: string }
+  | {
+    readonly _tag: "Saved"
+    readonly uri: string
+    readonly mimeType: string
+    /** `/api/mcp-media/<id>.<ext>`, absolute when `baseUrl` was given. */
+    readonly url: string
+    readonly size: number
+    /** The markdown line of a media tool result. */
+    readonly line: string
+  }
+
+/**
+ * Saves the blobs of a `resources/read` answer under `mediaDir` (an `image/*` blob linked as
+ * `![image](…)`, `audio/*` as `[audio](…)`, anything else `[file](…)`); text stays text.
+ */
+export const saveContents = (
+  contents: ReadonlyArray<McpResource.McpResourceContents>,
+  mediaDir: string,
+  baseUrl?: string | undefined
+): Effect.Effect<ReadonlyArray<SavedContents>, MediaWriteError> =>
+  Effect.forEach(contents, (item) => {
+    if (item._tag === "Text") {
+      return Effect.succeed<SavedContents>({ _tag: "Text", uri: item.uri, mimeType: item.mimeType, text: item.text })
+    }
+    const mimeType = item.mimeType ?? "application/octet-stream"
+    const kind = mimeType.startsWith("image/") ? "image" : mimeType.startsWith("audio/") ? "audio" : "resource"
+    return Effect.map(
+      saveLine(mediaDir, McpCallResult.McpInlineMedia.make({ kind, mimeType, data: item.data }), baseUrl),
+      ({ line, url }): SavedContents => ({ _tag: "Saved", uri: item.uri, mimeType, url, size: item.data.length, line })
+    )
+  })
+
+/**
+ * A `resources/read` answer as the markdown text the model (or a terminal) reads: text contents
+ * as they are, each blob saved and linked like a media tool result (`saveContents`), one a line.
+ */
+export const fromResourceContents = (
+  contents: ReadonlyArray<McpResource.McpResourceContents>,
+  mediaDir: string,
+  baseUrl?: string | undefined
+): Effect.Effect<string, MediaWriteError> =>
+  Effect.map(
+    saveContents(contents, mediaDir, baseUrl),
+    (saved) => saved.map((item) => item._tag === "Text" ? item.text : item.line).join("\n")
+  )

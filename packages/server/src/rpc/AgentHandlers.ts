@@ -18,7 +18,9 @@ import * as Stream from "effect/Stream"
 import type { Agent, RunError } from "../agent/Agent.js"
 import { ChatStore, type Session, type StoredMessage } from "../agent/ChatStore.js"
 import * as History from "../agent/History.js"
+import * as PromptCommands from "../agent/PromptCommands.js"
 import type * as TurnLog from "../agent/TurnLog.js"
+import { McpManager } from "../host/McpManager.js"
 import { AgentSource } from "./AgentSource.js"
 import { hostFailure, orHostFailure } from "./Failures.js"
 
@@ -71,6 +73,7 @@ const messageOf = (m: StoredMessage) =>
 export const layer = AgentRpcs.AgentRpcs.toLayer(Effect.gen(function*() {
   const source = yield* AgentSource
   const store = yield* ChatStore
+  const manager = yield* McpManager
   const busy = (sessionId: string) =>
     Effect.flatMap(
       source.current,
@@ -115,6 +118,8 @@ export const layer = AgentRpcs.AgentRpcs.toLayer(Effect.gen(function*() {
           messages: messages.map(messageOf)
         })
       }),
+    "Agent.Command": ({ line }) =>
+      orHostFailure(PromptCommands.run(line).pipe(Effect.provideService(McpManager, manager))),
     "Agent.DeleteSession": ({ sessionId }) =>
       Effect.gen(function*() {
         if (yield* busy(sessionId)) return yield* new RpcErrors.SessionBusy({ sessionId })

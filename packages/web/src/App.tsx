@@ -96,7 +96,7 @@ export const App = ({ runtime }: { readonly runtime: PageRuntime }) => {
           {route.page === "chat"
             ? <ChatPage runtime={runtime} sessionId={route.sessionId} navigate={navigate} />
             : route.page === "inbox"
-            ? <InboxPage runtime={runtime} items={inbox.state} />
+            ? <InboxPage runtime={runtime} items={inbox.state} navigate={navigate} />
             : <ServersPage runtime={runtime} api={serversApi} live={state._tag === "Connected"} />}
         </Suspense>
       </main>

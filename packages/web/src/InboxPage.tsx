@@ -3,7 +3,8 @@
  * so the navigation shows the count on every page). Approvals (the tool, why, its arguments;
  * Allow / Deny / Always allow), elicitations (a form built from the item's fields, masked fields
  * as password inputs; a yes/no confirmation; URL mode: the link, opened on consent, then shown as
- * waiting), notifications (Dismiss); a countdown to each deadline.
+ * waiting), notifications (when posted, the body's line breaks kept, a link to the session they came from;
+ * Dismiss); a countdown to each deadline.
  *
  * The form's inputs are uncontrolled: typed values live only in the DOM inputs, are read once on
  * submit, and the form is reset at once — a secret never enters React state.
@@ -12,7 +13,7 @@ import { InboxItem } from "@skald/domain"
 import * as Clock from "effect/Clock"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
-import { type FormEvent, useState } from "react"
+import { type FormEvent, type MouseEvent, useState } from "react"
 import { useAction, useStreamFold } from "./hooks.js"
 import type { PageRuntime } from "./HostClient.js"
 import * as InboxApi from "./inboxApi.js"
@@ -288,19 +289,55 @@ const ElicitationCard = (
   )
 }
 
+/** A link inside the app: followed with the History API unless a modifier asks for a tab. */
+const PageLink = (
+  { to, navigate, children }: {
+    readonly to: string
+    readonly navigate: (to: string) => void
+    readonly children: React.ReactNode
+  }
+) => (
+  <a
+    href={to}
+    onClick={(e: MouseEvent) => {
+      if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey) return
+      e.preventDefault()
+      navigate(to)
+    }}
+  >
+    {children}
+  </a>
+)
+
+/**
+ * A notification: its title, the body as written (its line breaks kept: a TIC briefing is a few
+ * short lines), the session it came from (the TIC turn's transcript), and Dismiss, named with
+ * the title (several may be pending).
+ */
 const NotificationCard = (
-  { item, runtime }: { readonly item: InboxItem.Notification; readonly runtime: PageRuntime }
+  { item, runtime, navigate }: {
+    readonly item: InboxItem.Notification
+    readonly runtime: PageRuntime
+    readonly navigate: (to: string) => void
+  }
 ) => {
   const action = useAction(runtime)
+  const session = item.origin.sessionId
   return (
     <>
       <h3>{item.title}</h3>
       <p className="body">{item.body}</p>
+      {session === undefined ? null : (
+        <p className="muted">
+          <PageLink to={`/chat/${encodeURIComponent(session)}`} navigate={navigate}>Open the session</PageLink>
+        </p>
+      )}
       <Answers action={action}>
         <button
           type="button"
           disabled={action.pending}
           onClick={() => action.run(InboxApi.resolve(item.id, InboxItem.Dismiss.make({})))}
+          aria-label={`Dismiss ${item.title}`}
         >
           Dismiss
         </button>
@@ -312,7 +349,11 @@ const NotificationCard = (
 const kindName = { Approval: "Approval", Elicitation: "Question", Notification: "Notification" } as const
 
 export const InboxPage = (
-  { runtime, items }: { readonly runtime: PageRuntime; readonly items: ReadonlyArray<InboxItem.InboxItem> }
+  { runtime, items, navigate }: {
+    readonly runtime: PageRuntime
+    readonly items: ReadonlyArray<InboxItem.InboxItem>
+    readonly navigate: (to: string) => void
+  }
 ) => {
   const [waiting, setWaiting] = useState<ReadonlyArray<InboxItem.Elicitation>>([])
   return (
@@ -326,6 +367,16 @@ export const InboxPage = (
               <p className="meta muted">
                 {kindName[item._tag]}
                 {originOf(item) === "" ? "" : ` · ${originOf(item)}`}
+                {item._tag === "Notification"
+                  ? (
+                    <>
+                      {" · posted "}
+                      <time dateTime={new Date(item.createdAt).toISOString()}>
+                        {new Date(item.createdAt).toLocaleTimeString()}
+                      </time>
+                    </>
+                  )
+                  : null}
                 {item.deadline === undefined ? null : (
                   <>
                     {" · "}
@@ -337,7 +388,7 @@ export const InboxPage = (
                 ? <ApprovalCard item={item} runtime={runtime} />
                 : item._tag === "Elicitation"
                 ? <ElicitationCard item={item} runtime={runtime} onOpened={(i) => setWaiting((w) => [...w, i])} />
-                : <NotificationCard item={item} runtime={runtime} />}
+                : <NotificationCard item={item} runtime={runtime} navigate={navigate} />}
             </article>
           </li>
         ))}

@@ -6,7 +6,7 @@
 import * as Prompt from "@effect/ai/Prompt"
 import { assert, describe, it } from "@effect/vitest"
 import { ToolResult } from "@skald/domain"
-import { Context, Effect, FastCheck as fc, Layer, Schema } from "effect"
+import { Context, Effect, FastCheck as fc, Layer, Option, Schema, TestClock } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -113,6 +113,44 @@ describe("History", () => {
   const storedRow = fc.oneof(
     fc.record({ role: fc.constant("user" as const), text, calls: fc.constant([]) }),
     fc.record({ role: fc.constant("assistant" as const), text, calls: fc.array(storedCall, { maxLength: 4 }) })
+  )
+
+  it.scoped.prop(
+    "appended messages read back exactly, calls in order; the session's time is its last message's",
+    [fc.array(storedRow, { minLength: 1, maxLength: 5 })],
+    ([rows]) =>
+      Effect.gen(function*() {
+        const store = yield* freshStore
+        const session = yield* store.createSession({ agent: "main" })
+        const appended: Array<History.MessageRow> = []
+        for (const [m, row] of rows.entries()) {
+          yield* TestClock.adjust("1 second")
+          const stored: History.MessageRow = {
+            role: row.role,
+            text: row.text,
+            calls: row.calls.map((c, i): History.CallRow => ({
+              callId: `call-${m}-${i}`,
+              name: c.name,
+              arguments: c.arguments,
+              status: c.status,
+              result: c.status === "running" ? undefined : c.json ? JSON.stringify(c.value) : String(c.value),
+              resultType: c.json ? "json" : "string"
+            }))
+          }
+          yield* store.append(session.id, stored)
+          appended.push(stored)
+        }
+        const history = yield* store.history(session.id)
+        assert.deepStrictEqual(
+          history.map((m) => ({ role: m.role, text: m.text, calls: m.calls })),
+          appended
+        )
+        assert.deepStrictEqual(history.map((m) => m.seq), rows.map((_, i) => i))
+        const after = yield* store.getSession(session.id)
+        assert.strictEqual(Option.getOrThrow(after).updatedAt, history.at(-1)!.createdAt)
+        assert.notStrictEqual(Option.getOrThrow(after).updatedAt, session.createdAt)
+      }),
+    { fastCheck: { numRuns: 30 } }
   )
 
   it.prop(

@@ -111,7 +111,13 @@ export const decide = (rules: Iterable<Pick<Rule, "pattern" | "decision">>, subj
     : { decision: rule.decision, rule: rule.pattern, reason: `the rule ${rule.pattern} says ${rule.decision}` }
 }
 
-/** The `approval_rules` repository. */
+/**
+ * The `approval_rules` repository. The gate's reads (`verdict`) use the rules kept in memory while
+ * the database has not changed under them: this service's own writes drop them, and another
+ * connection's commit (`skald approvals` in another process) changes SQLite's `PRAGMA data_version`,
+ * which `verdict` reads first (one statement instead of reading and decoding the table per call).
+ * `list` always reads the table.
+ */
 export class ApprovalRules extends Effect.Service<ApprovalRules>()("@skald/server/ApprovalRules", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -130,27 +136,52 @@ export class ApprovalRules extends Effect.Service<ApprovalRules>()("@skald/serve
       Rows.storage("read the approval rules")
     )
 
+    /**
+     * The rules kept for `verdict`, with the `data_version` they were read at; `generation` counts
+     * this service's writes, so a read that a write overtook is not kept.
+     */
+    let kept: { readonly version: number; readonly rules: ReadonlyArray<Rule> } | undefined = undefined
+    let generation = 0
+    const dropKept = Effect.sync(() => {
+      kept = undefined
+      generation++
+    })
+    const dataVersion = sql<{ data_version: number }>`PRAGMA data_version`.pipe(
+      Effect.map((rows) => rows[0]?.data_version ?? -1),
+      Rows.storage("read the approval rules")
+    )
+    const current: Effect.Effect<ReadonlyArray<Rule>, DatabaseError | CorruptRow> = Effect.gen(function*() {
+      const version = yield* dataVersion
+      if (kept !== undefined && kept.version === version) return kept.rules
+      const at = generation
+      const rules = yield* list
+      if (at === generation) kept = { version, rules }
+      return rules
+    })
+
     /** Sets the decision of `pattern` (a new rule, or the existing one changed). */
     const set = Effect.fn("ApprovalRules.set")(function*(pattern: string, decision: Decision) {
       if (!PATTERN.test(pattern)) return yield* new InvalidApprovalPattern({ pattern })
       const at = yield* nowIso
       yield* sql`INSERT INTO approval_rules (pattern, decision, created_at) VALUES (${pattern}, ${decision}, ${at})
         ON CONFLICT (pattern) DO UPDATE SET decision = excluded.decision, created_at = excluded.created_at`.pipe(
-        Rows.storage("store the approval rule")
+        Rows.storage("store the approval rule"),
+        Effect.ensuring(dropKept)
       )
     })
 
     /** Removes the rule of `pattern`; false if there was none. */
     const remove = Effect.fn("ApprovalRules.remove")(function*(pattern: string) {
       const rows = yield* sql`DELETE FROM approval_rules WHERE pattern = ${pattern} RETURNING pattern`.pipe(
-        Rows.storage("remove the approval rule")
+        Rows.storage("remove the approval rule"),
+        Effect.ensuring(dropKept)
       )
       return rows.length > 0
     })
 
     /** What decides a call to `subject` now. */
     const verdict = (subject: Subject): Effect.Effect<Verdict, DatabaseError | CorruptRow> =>
-      Effect.map(list, (rules) => decide(rules, subject))
+      Effect.map(current, (rules) => decide(rules, subject))
 
     return { list, set, remove, verdict } as const
   })

@@ -181,6 +181,26 @@ describe("the approval_rules table", () => {
       assert.strictEqual((yield* gate.verdict(tool)).decision, "ask")
     }))
 
+  it.scoped("two instances of the service on one connection see each other's writes", () =>
+    Effect.gen(function*() {
+      const services = yield* Layer.build(servicesLayer(yield* tempHome))
+      const instance = Effect.map(
+        Layer.build(
+          Layer.fresh(ApprovalRules.ApprovalRules.Default).pipe(Layer.provide(Layer.succeedContext(services)))
+        ),
+        (context) => Context.get(context, ApprovalRules.ApprovalRules)
+      )
+      const gate = yield* instance
+      const other = yield* instance
+      assert.notStrictEqual(gate, other)
+      const tool = { name: "mcp__notes__delete_note" }
+      assert.strictEqual((yield* gate.verdict(tool)).decision, "ask")
+      yield* other.set("mcp__notes__*", "deny")
+      assert.strictEqual((yield* gate.verdict(tool)).decision, "deny")
+      assert.isTrue(yield* other.remove("mcp__notes__*"))
+      assert.strictEqual((yield* gate.verdict(tool)).decision, "ask")
+    }))
+
   it.scoped("a rule set or removed by `skald approvals` in another process decides the next call", () =>
     Effect.gen(function*() {
       const { home, rules } = yield* Effect.gen(function*() {

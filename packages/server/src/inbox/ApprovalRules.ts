@@ -112,10 +112,22 @@ export const decide = (rules: Iterable<Pick<Rule, "pattern" | "decision">>, subj
 }
 
 /**
+ * The rules `verdict` keeps for a connection, with the `data_version` they were read at;
+ * `generation` counts the writes through this service, so a read that a write overtook is not kept.
+ */
+interface Kept {
+  rules: { readonly version: number; readonly rules: ReadonlyArray<Rule> } | undefined
+  generation: number
+}
+const keptByConnection = new WeakMap<SqlClient.SqlClient, Kept>()
+
+/**
  * The `approval_rules` repository. The gate's reads (`verdict`) use the rules kept in memory while
- * the database has not changed under them: this service's own writes drop them, and another
- * connection's commit (`skald approvals` in another process) changes SQLite's `PRAGMA data_version`,
- * which `verdict` reads first (one statement instead of reading and decoding the table per call).
+ * the database has not changed under them: writes through this service (any instance of it on the
+ * same connection) drop them, and another connection's commit (`skald approvals` in another
+ * process) changes SQLite's `PRAGMA data_version`, which `verdict` reads first (one statement
+ * instead of reading and decoding the table per call). A write to `approval_rules` on the same
+ * connection that does not go through this service is not seen until another connection commits.
  * `list` always reads the table.
  */
 export class ApprovalRules extends Effect.Service<ApprovalRules>()("@skald/server/ApprovalRules", {
@@ -136,15 +148,13 @@ export class ApprovalRules extends Effect.Service<ApprovalRules>()("@skald/serve
       Rows.storage("read the approval rules")
     )
 
-    /**
-     * The rules kept for `verdict`, with the `data_version` they were read at; `generation` counts
-     * this service's writes, so a read that a write overtook is not kept.
-     */
-    let kept: { readonly version: number; readonly rules: ReadonlyArray<Rule> } | undefined = undefined
-    let generation = 0
+    // Kept per connection (`data_version` is the connection's), so that every instance of this
+    // service on the connection sees the others' writes.
+    const state: Kept = keptByConnection.get(sql) ?? { rules: undefined, generation: 0 }
+    keptByConnection.set(sql, state)
     const dropKept = Effect.sync(() => {
-      kept = undefined
-      generation++
+      state.rules = undefined
+      state.generation++
     })
     const dataVersion = sql<{ data_version: number }>`PRAGMA data_version`.pipe(
       Effect.map((rows) => rows[0]?.data_version ?? -1),
@@ -152,10 +162,10 @@ export class ApprovalRules extends Effect.Service<ApprovalRules>()("@skald/serve
     )
     const current: Effect.Effect<ReadonlyArray<Rule>, DatabaseError | CorruptRow> = Effect.gen(function*() {
       const version = yield* dataVersion
-      if (kept !== undefined && kept.version === version) return kept.rules
-      const at = generation
+      if (state.rules !== undefined && state.rules.version === version) return state.rules.rules
+      const at = state.generation
       const rules = yield* list
-      if (at === generation) kept = { version, rules }
+      if (at === state.generation) state.rules = { version, rules }
       return rules
     })
 

@@ -1,12 +1,15 @@
 /**
  * The approval rules: the decision of the most specific matching rule, checked against a reference
  * model (a property test over rule sets), the annotation defaults, and the repository over a real
- * SQLite file (migration 0011: the decision's CHECK, set/list/remove).
+ * SQLite file (migration 0011: the decision's CHECK, set/list/remove); the rules the gate keeps in
+ * memory follow a change made by another connection on the same file and by another process (the
+ * real `skald approvals set|rm`) on the next call.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as ApprovalRules from "@skald/server/inbox/ApprovalRules"
 import { Context, Effect, FastCheck as fc, Layer } from "effect"
+import { runSkald } from "./cli-support.js"
 import { servicesLayer, tempHome } from "./host-support.js"
 
 /**
@@ -148,5 +151,78 @@ describe("the approval_rules table", () => {
       )
       assert.include(String((refused.cause as Error).message), "CHECK constraint failed")
       assert.deepStrictEqual(yield* rules.list, [])
+    }))
+
+  it.scoped("a rule changed by another connection on the same file decides the next call", () =>
+    Effect.gen(function*() {
+      const home = yield* tempHome
+      const build = Effect.map(
+        Layer.build(ApprovalRules.ApprovalRules.Default.pipe(Layer.provideMerge(servicesLayer(home)))),
+        (context) => Context.get(context, ApprovalRules.ApprovalRules)
+      )
+      const gate = yield* build
+      const other = yield* build
+      const tool = { name: "mcp__notes__delete_note" }
+      // Read (and kept) before the other connection writes.
+      assert.strictEqual((yield* gate.verdict(tool)).decision, "ask")
+      assert.strictEqual((yield* gate.verdict(tool)).decision, "ask")
+      yield* other.set("mcp__notes__*", "deny")
+      assert.strictEqual((yield* gate.verdict(tool)).rule, "mcp__notes__*")
+      yield* other.set("mcp__notes__delete_note", "allow")
+      assert.strictEqual((yield* gate.verdict(tool)).decision, "allow")
+      assert.isTrue(yield* other.remove("mcp__notes__delete_note"))
+      assert.strictEqual((yield* gate.verdict(tool)).decision, "deny")
+      // This connection's own writes, through the service, are seen at once too.
+      yield* gate.set("mcp__notes__*", "allow")
+      assert.strictEqual((yield* gate.verdict(tool)).decision, "allow")
+      assert.strictEqual((yield* other.verdict(tool)).decision, "allow")
+      assert.isTrue(yield* gate.remove("mcp__notes__*"))
+      assert.strictEqual((yield* other.verdict(tool)).decision, "ask")
+      assert.strictEqual((yield* gate.verdict(tool)).decision, "ask")
+    }))
+
+  it.scoped("two instances of the service on one connection see each other's writes", () =>
+    Effect.gen(function*() {
+      const services = yield* Layer.build(servicesLayer(yield* tempHome))
+      const instance = Effect.map(
+        Layer.build(
+          Layer.fresh(ApprovalRules.ApprovalRules.Default).pipe(Layer.provide(Layer.succeedContext(services)))
+        ),
+        (context) => Context.get(context, ApprovalRules.ApprovalRules)
+      )
+      const gate = yield* instance
+      const other = yield* instance
+      assert.notStrictEqual(gate, other)
+      const tool = { name: "mcp__notes__delete_note" }
+      assert.strictEqual((yield* gate.verdict(tool)).decision, "ask")
+      yield* other.set("mcp__notes__*", "deny")
+      assert.strictEqual((yield* gate.verdict(tool)).decision, "deny")
+      assert.isTrue(yield* other.remove("mcp__notes__*"))
+      assert.strictEqual((yield* gate.verdict(tool)).decision, "ask")
+    }))
+
+  it.scoped("a rule set or removed by `skald approvals` in another process decides the next call", () =>
+    Effect.gen(function*() {
+      const { home, rules } = yield* Effect.gen(function*() {
+        const home = yield* tempHome
+        const context = yield* Layer.build(
+          ApprovalRules.ApprovalRules.Default.pipe(Layer.provideMerge(servicesLayer(home)))
+        )
+        return { home, rules: Context.get(context, ApprovalRules.ApprovalRules) }
+      })
+      const skald = (...args: ReadonlyArray<string>) =>
+        Effect.promise(() => runSkald(["approvals", ...args, "--home", home]))
+      const tool = { name: "mcp__fs__read", annotations: { readOnlyHint: true } }
+      assert.strictEqual((yield* rules.verdict(tool)).decision, "allow")
+      const set = yield* skald("set", "mcp__fs__*", "deny")
+      assert.strictEqual(set.status, 0, set.stderr)
+      assert.deepStrictEqual(yield* rules.verdict(tool), {
+        decision: "deny",
+        rule: "mcp__fs__*",
+        reason: "the rule mcp__fs__* says deny"
+      })
+      const rm = yield* skald("rm", "mcp__fs__*")
+      assert.strictEqual(rm.status, 0, rm.stderr)
+      assert.strictEqual((yield* rules.verdict(tool)).decision, "allow")
     }))
 })

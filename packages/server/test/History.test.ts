@@ -4,9 +4,13 @@
  * replays as one the providers accept; results over the cap are cut with a note.
  */
 import * as Prompt from "@effect/ai/Prompt"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as SqliteMigrator from "@effect/sql-sqlite-node/SqliteMigrator"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import { ToolResult } from "@skald/domain"
-import { Context, Effect, FastCheck as fc, Layer, Schema } from "effect"
+import { Context, Effect, FastCheck as fc, Layer, Option, Schema, TestClock } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -113,6 +117,106 @@ describe("History", () => {
   const storedRow = fc.oneof(
     fc.record({ role: fc.constant("user" as const), text, calls: fc.constant([]) }),
     fc.record({ role: fc.constant("assistant" as const), text, calls: fc.array(storedCall, { maxLength: 4 }) })
+  )
+
+  it.scoped("a history written before migration 0017 reads the same after it, and appends go on", () =>
+    Effect.gen(function*() {
+      const home = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-history-"))
+      const paths = Paths.make({ home })
+      Fs.mkdirSync(Path.dirname(paths.database), { recursive: true })
+      // The database as the release before 0017 left it: a session, a user message, a call.
+      const earlier = Object.fromEntries(
+        Object.entries(Database.migrations).filter(([name]) => name < "0017")
+      )
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`INSERT INTO chat_sessions (id, agent, title, created_at, updated_at)
+          VALUES ('s', 'main', NULL, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:01.000Z')`
+        yield* sql`INSERT INTO chat_messages (session, seq, role, text, created_at)
+          VALUES ('s', 0, 'user', 'hi', '2026-01-01T00:00:00.000Z'), ('s', 1, 'assistant', '', '2026-01-01T00:00:01.000Z')`
+        yield* sql`INSERT INTO chat_llm_tools (call_id, session, message, position, tool_name, arguments, result,
+            result_type, status, started_at, finished_at)
+          VALUES ('c0', 's', 2, 0, 'mcp__a__x', '{"k":1}', '{"v":2}', 'json', 'done',
+            '2026-01-01T00:00:01.000Z', '2026-01-01T00:00:01.000Z')`
+      }).pipe(
+        Effect.provide(
+          SqliteMigrator.layer({ loader: SqliteMigrator.fromRecord(earlier) }).pipe(
+            Layer.provideMerge(SqliteClient.layer({ filename: paths.database })),
+            Layer.provide(NodeContext.layer)
+          )
+        )
+      )
+      const store = Context.get(
+        yield* Layer.build(
+          ChatStore.Default.pipe(Layer.provide(Database.layer), Layer.provide(Layer.succeed(Paths.Paths, paths)))
+        ),
+        ChatStore
+      )
+      const before = yield* store.history("s")
+      assert.deepStrictEqual(before.map((m) => [m.seq, m.role, m.text, m.calls]), [
+        [0, "user", "hi", []],
+        [1, "assistant", "", [{
+          callId: "c0",
+          name: "mcp__a__x",
+          arguments: { k: 1 },
+          status: "done",
+          result: "{\"v\":2}",
+          resultType: "json"
+        }]]
+      ])
+      yield* TestClock.setTime(Date.parse("2026-02-01T00:00:00.000Z"))
+      const call: History.CallRow = {
+        callId: "c1",
+        name: "mcp__a__x",
+        arguments: {},
+        status: "running",
+        result: undefined,
+        resultType: "string"
+      }
+      yield* store.append("s", { role: "assistant", text: "again", calls: [call] })
+      const after = yield* store.history("s")
+      assert.deepStrictEqual(after.slice(0, 2), before)
+      assert.deepStrictEqual(after.map((m) => m.seq), [0, 1, 2])
+      assert.deepStrictEqual(after[2]!.calls, [call])
+      assert.strictEqual(Option.getOrThrow(yield* store.getSession("s")).updatedAt, "2026-02-01T00:00:00.000Z")
+    }))
+
+  it.scoped.prop(
+    "appended messages read back exactly, calls in order; the session's time is its last message's",
+    [fc.array(storedRow, { minLength: 1, maxLength: 5 })],
+    ([rows]) =>
+      Effect.gen(function*() {
+        const store = yield* freshStore
+        const session = yield* store.createSession({ agent: "main" })
+        const appended: Array<History.MessageRow> = []
+        for (const [m, row] of rows.entries()) {
+          yield* TestClock.adjust("1 second")
+          const stored: History.MessageRow = {
+            role: row.role,
+            text: row.text,
+            calls: row.calls.map((c, i): History.CallRow => ({
+              callId: `call-${m}-${i}`,
+              name: c.name,
+              arguments: c.arguments,
+              status: c.status,
+              result: c.status === "running" ? undefined : c.json ? JSON.stringify(c.value) : String(c.value),
+              resultType: c.json ? "json" : "string"
+            }))
+          }
+          yield* store.append(session.id, stored)
+          appended.push(stored)
+        }
+        const history = yield* store.history(session.id)
+        assert.deepStrictEqual(
+          history.map((m) => ({ role: m.role, text: m.text, calls: m.calls })),
+          appended
+        )
+        assert.deepStrictEqual(history.map((m) => m.seq), rows.map((_, i) => i))
+        const after = yield* store.getSession(session.id)
+        assert.strictEqual(Option.getOrThrow(after).updatedAt, history.at(-1)!.createdAt)
+        assert.notStrictEqual(Option.getOrThrow(after).updatedAt, session.createdAt)
+      }),
+    { fastCheck: { numRuns: 30 } }
   )
 
   it.prop(

@@ -1,6 +1,6 @@
 /**
  * The agent's sessions and their history: `chat_sessions`, `chat_messages` and `chat_llm_tools`
- * (migration 0006). Rows are read through row schemas (a bad row is a `CorruptRow`); a database
+ * (migration 0006; appending through the triggers of 0017). Rows are read through row schemas (a bad row is a `CorruptRow`); a database
  * failure is the host's `DatabaseError` saying what could not be done. Timestamps come from `Clock`.
  *
  * @since 0.1.0
@@ -164,39 +164,27 @@ export class ChatStore extends Effect.Service<ChatStore>()("@skald/server/ChatSt
     })
 
     /**
-     * Appends a message (and, for an assistant message, its calls as `running`) at the end of the
-     * session, in one transaction; returns the message's id.
+     * Appends a message (and, for an assistant message, its calls as given, `running` until they
+     * end) at the end of the session; returns the message's id. One statement: the triggers of
+     * migration 0017 write the calls' rows and the session's time within it (all or nothing).
      */
     const append = Effect.fn("ChatStore.append")(function*(session: string, row: MessageRow) {
       const at = yield* nowIso
-      return yield* sql.withTransaction(Effect.gen(function*() {
-        const [inserted] = yield* sql<{ id: number }>`INSERT INTO chat_messages (session, seq, role, text, created_at)
-          VALUES (${session},
-            (SELECT COALESCE(MAX(seq), -1) + 1 FROM chat_messages WHERE session = ${session}),
-            ${row.role}, ${row.text}, ${at})
-          RETURNING id`
-        const id = inserted!.id
-        // Every call in one statement (a round's calls are one write, not one per call).
-        if (row.calls.length > 0) {
-          yield* sql`INSERT INTO chat_llm_tools ${
-            sql.insert(row.calls.map((call, position) => ({
-              call_id: call.callId,
-              session,
-              message: id,
-              position,
-              tool_name: call.name,
-              arguments: JSON.stringify(call.arguments ?? {}),
-              result: call.result ?? null,
-              result_type: call.resultType,
-              status: call.status,
-              started_at: at,
-              finished_at: call.status === "running" ? null : at
-            })))
-          }`
-        }
-        yield* sql`UPDATE chat_sessions SET updated_at = ${at} WHERE id = ${session}`
-        return id
-      })).pipe(Effect.mapError(failWith("save a chat message")))
+      const calls = row.calls.length === 0 ? null : JSON.stringify(row.calls.map((call) => ({
+        callId: call.callId,
+        name: call.name,
+        arguments: JSON.stringify(call.arguments ?? {}),
+        result: call.result ?? null,
+        resultType: call.resultType,
+        status: call.status
+      })))
+      const [inserted] = yield* sql<{ id: number }>`INSERT INTO chat_messages
+          (session, seq, role, text, created_at, new_calls)
+        VALUES (${session},
+          (SELECT COALESCE(MAX(seq), -1) + 1 FROM chat_messages WHERE session = ${session}),
+          ${row.role}, ${row.text}, ${at}, ${calls})
+        RETURNING id`.pipe(Effect.mapError(failWith("save a chat message")))
+      return inserted!.id
     })
 
     /** Records how a running call ended (a call that already ended keeps its outcome). */

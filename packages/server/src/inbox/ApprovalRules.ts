@@ -111,7 +111,25 @@ export const decide = (rules: Iterable<Pick<Rule, "pattern" | "decision">>, subj
     : { decision: rule.decision, rule: rule.pattern, reason: `the rule ${rule.pattern} says ${rule.decision}` }
 }
 
-/** The `approval_rules` repository. */
+/**
+ * The rules `verdict` keeps for a connection, with the `data_version` they were read at;
+ * `generation` counts the writes through this service, so a read that a write overtook is not kept.
+ */
+interface Kept {
+  rules: { readonly version: number; readonly rules: ReadonlyArray<Rule> } | undefined
+  generation: number
+}
+const keptByConnection = new WeakMap<SqlClient.SqlClient, Kept>()
+
+/**
+ * The `approval_rules` repository. The gate's reads (`verdict`) use the rules kept in memory while
+ * the database has not changed under them: writes through this service (any instance of it on the
+ * same connection) drop them, and another connection's commit (`skald approvals` in another
+ * process) changes SQLite's `PRAGMA data_version`, which `verdict` reads first (one statement
+ * instead of reading and decoding the table per call). A write to `approval_rules` on the same
+ * connection that does not go through this service is not seen until another connection commits.
+ * `list` always reads the table.
+ */
 export class ApprovalRules extends Effect.Service<ApprovalRules>()("@skald/server/ApprovalRules", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -130,27 +148,50 @@ export class ApprovalRules extends Effect.Service<ApprovalRules>()("@skald/serve
       Rows.storage("read the approval rules")
     )
 
+    // Kept per connection (`data_version` is the connection's), so that every instance of this
+    // service on the connection sees the others' writes.
+    const state: Kept = keptByConnection.get(sql) ?? { rules: undefined, generation: 0 }
+    keptByConnection.set(sql, state)
+    const dropKept = Effect.sync(() => {
+      state.rules = undefined
+      state.generation++
+    })
+    const dataVersion = sql<{ data_version: number }>`PRAGMA data_version`.pipe(
+      Effect.map((rows) => rows[0]?.data_version ?? -1),
+      Rows.storage("read the approval rules")
+    )
+    const current: Effect.Effect<ReadonlyArray<Rule>, DatabaseError | CorruptRow> = Effect.gen(function*() {
+      const version = yield* dataVersion
+      if (state.rules !== undefined && state.rules.version === version) return state.rules.rules
+      const at = state.generation
+      const rules = yield* list
+      if (at === state.generation) state.rules = { version, rules }
+      return rules
+    })
+
     /** Sets the decision of `pattern` (a new rule, or the existing one changed). */
     const set = Effect.fn("ApprovalRules.set")(function*(pattern: string, decision: Decision) {
       if (!PATTERN.test(pattern)) return yield* new InvalidApprovalPattern({ pattern })
       const at = yield* nowIso
       yield* sql`INSERT INTO approval_rules (pattern, decision, created_at) VALUES (${pattern}, ${decision}, ${at})
         ON CONFLICT (pattern) DO UPDATE SET decision = excluded.decision, created_at = excluded.created_at`.pipe(
-        Rows.storage("store the approval rule")
+        Rows.storage("store the approval rule"),
+        Effect.ensuring(dropKept)
       )
     })
 
     /** Removes the rule of `pattern`; false if there was none. */
     const remove = Effect.fn("ApprovalRules.remove")(function*(pattern: string) {
       const rows = yield* sql`DELETE FROM approval_rules WHERE pattern = ${pattern} RETURNING pattern`.pipe(
-        Rows.storage("remove the approval rule")
+        Rows.storage("remove the approval rule"),
+        Effect.ensuring(dropKept)
       )
       return rows.length > 0
     })
 
     /** What decides a call to `subject` now. */
     const verdict = (subject: Subject): Effect.Effect<Verdict, DatabaseError | CorruptRow> =>
-      Effect.map(list, (rules) => decide(rules, subject))
+      Effect.map(current, (rules) => decide(rules, subject))
 
     return { list, set, remove, verdict } as const
   })

@@ -119,14 +119,14 @@ describe("History", () => {
     fc.record({ role: fc.constant("assistant" as const), text, calls: fc.array(storedCall, { maxLength: 4 }) })
   )
 
-  it.scoped("a history written before migration 0017 reads the same after it, and appends go on", () =>
+  it.scoped("a history written before migration 0015 reads the same after it, and appends go on", () =>
     Effect.gen(function*() {
       const home = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-history-"))
       const paths = Paths.make({ home })
       Fs.mkdirSync(Path.dirname(paths.database), { recursive: true })
-      // The database as the release before 0017 left it: a session, a user message, a call.
+      // The database as the release before 0015 left it: a session, a user message, a call.
       const earlier = Object.fromEntries(
-        Object.entries(Database.migrations).filter(([name]) => name < "0017")
+        Object.entries(Database.migrations).filter(([name]) => name < "0015")
       )
       yield* Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient

@@ -1,6 +1,6 @@
 /**
  * The agent's sessions and their history: `chat_sessions`, `chat_messages` and `chat_llm_tools`
- * (migration 0006; appending through the triggers of 0017). Rows are read through row schemas (a bad row is a `CorruptRow`); a database
+ * (migration 0006; appending through the triggers of 0015). Rows are read through row schemas (a bad row is a `CorruptRow`); a database
  * failure is the host's `DatabaseError` saying what could not be done. Timestamps come from `Clock`.
  *
  * @since 0.1.0
@@ -166,7 +166,7 @@ export class ChatStore extends Effect.Service<ChatStore>()("@skald/server/ChatSt
     /**
      * Appends a message (and, for an assistant message, its calls as given, `running` until they
      * end) at the end of the session; returns the message's id. One statement: the triggers of
-     * migration 0017 write the calls' rows and the session's time within it (all or nothing).
+     * migration 0015 write the calls' rows and the session's time within it (all or nothing).
      */
     const append = Effect.fn("ChatStore.append")(function*(session: string, row: MessageRow) {
       const at = yield* nowIso

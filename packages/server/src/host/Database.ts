@@ -32,7 +32,7 @@ import m0011 from "./migrations/0011_approval_rules.js"
 import m0012 from "./migrations/0012_server_roots.js"
 import m0013 from "./migrations/0013_mcp_server_oauth.js"
 import m0014 from "./migrations/0014_mcp_event_claims.js"
-import m0017 from "./migrations/0017_chat_append_triggers.js"
+import m0015 from "./migrations/0015_chat_append_triggers.js"
 import { ensurePrivateDir, Paths, PRIVATE_FILE_MODE, privateFile } from "./Paths.js"
 import * as Rows from "./Rows.js"
 
@@ -133,7 +133,7 @@ export const migrations = {
   "0012_server_roots": m0012,
   "0013_mcp_server_oauth": m0013,
   "0014_mcp_event_claims": m0014,
-  "0017_chat_append_triggers": m0017
+  "0015_chat_append_triggers": m0015
 }
 
 /**

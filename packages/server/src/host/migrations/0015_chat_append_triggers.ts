@@ -1,5 +1,5 @@
 /**
- * Migration 0017_chat_append_triggers: a chat message is appended with one statement
+ * Migration 0015_chat_append_triggers: a chat message is appended with one statement
  * (agent/ChatStore.ts `append`). What followed each `INSERT INTO chat_messages` in a transaction
  * is now done by triggers, inside that statement (so it is still all or nothing):
  *

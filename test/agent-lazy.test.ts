@@ -28,20 +28,39 @@ const toolNames = (request: ModelStandin.RecordedRequest): Array<string> =>
 const systemOf = (request: ModelStandin.RecordedRequest): string => request.body.messages[0].content as string
 const mcpOf = (names: ReadonlyArray<string>) => names.filter((n) => n.startsWith("mcp__"))
 
-/** A host (manager, chat store, grants, the loop over the stand-in) on `home`, living in `scope`. */
+/**
+ * A host (manager, chat store, grants, the loop over the stand-in) on `home`, living in `scope`:
+ * the echo servers `alpha` and `beta` are registered on a fresh home (`register`), connected, and
+ * their tools' names read from the manager.
+ */
 const host = (
   home: string,
   agentsDir: string,
   baseUrl: string,
   scope: Scope.Scope,
-  wrap: (manager: McpManager.McpManager) => McpManager.McpManager = (manager) => manager
+  options: {
+    readonly register?: boolean
+    readonly wrap?: (manager: McpManager.McpManager) => McpManager.McpManager
+  } = {}
 ) =>
   Effect.gen(function*() {
+    const { register = true, wrap = (manager) => manager } = options
     const started = yield* Scope.extend(startManager(home), scope)
     const manager = started.manager
+    if (register) {
+      yield* manager.register(fixtureEntry("alpha", "echo"))
+      yield* manager.register(fixtureEntry("beta", "echo"))
+    }
     const context = Context.add(started.context, McpManager.McpManager, wrap(manager))
     yield* waitForState(manager, "alpha", "connected")
     yield* waitForState(manager, "beta", "connected")
+    // A connected server's tools are listed (the manager lists them before it says connected).
+    const namesOf = (server: string) =>
+      Effect.map(manager.toolsFor([server]), (tools) => tools.map((t) => t.name).sort())
+    const alphaTools = yield* namesOf("alpha")
+    const betaTools = yield* namesOf("beta")
+    assert.isNotEmpty(alphaTools)
+    assert.isNotEmpty(betaTools)
     const model = Layer.effect(
       LanguageModel.LanguageModel,
       OpenAiCompatible.make({ baseUrl, model: "standin", retryBaseDelay: "1 millis" })
@@ -54,12 +73,19 @@ const host = (
       Layer.provide(Layer.succeedContext(context))
     )
     const built = yield* Layer.buildWithScope(layer, scope)
-    return { agent: Context.get(built, Agent), grants: Context.get(built, Grants.Grants), manager }
+    return {
+      agent: Context.get(built, Agent),
+      grants: Context.get(built, Grants.Grants),
+      manager,
+      alphaTools,
+      betaTools
+    }
   })
 
 const run = (agent: Agent, input: Parameters<Agent["run"]>[0]) =>
   Stream.runCollect(agent.run(input)).pipe(Effect.map(Chunk.toArray))
 
+/** A fresh home (its servers registered by the first `host` over it) and the agents' folder. */
 const setup = Effect.gen(function*() {
   const home = yield* tempHome
   const agentsDir = yield* tempDir("agents")
@@ -72,25 +98,13 @@ const setup = Effect.gen(function*() {
     Fs.mkdirSync(Path.join(agentsDir, agent))
     Fs.writeFileSync(Path.join(agentsDir, agent, "AGENT.md"), text)
   }
-  // Registered once; each host below connects them.
-  const first = yield* Scope.make()
-  const { manager } = yield* Scope.extend(startManager(home), first)
-  yield* manager.register(fixtureEntry("alpha", "echo"))
-  yield* manager.register(fixtureEntry("beta", "echo"))
-  const alphaTools = (yield* manager.toolsFor(["alpha"]).pipe(
-    Effect.repeat({ until: (t) => t.length > 0 })
-  )).map((t) => t.name).sort()
-  const betaTools = (yield* manager.toolsFor(["beta"]).pipe(Effect.repeat({ until: (t) => t.length > 0 }))).map((t) =>
-    t.name
-  ).sort()
-  yield* Scope.close(first, Exit.void)
-  return { home, agentsDir, alphaTools, betaTools }
+  return { home, agentsDir }
 })
 
 describe("lazy tool loading, seen in the model's requests", () => {
   it.scopedLive("round 1 offers activate_tools only; round 2 exactly the activated server's; a restart keeps the grant", () =>
     Effect.gen(function*() {
-      const { agentsDir, alphaTools, home } = yield* setup
+      const { agentsDir, home } = yield* setup
       const standin = yield* ModelStandin.start([
         ModelStandin.toolCalls([{ id: "a1", name: "activate_tools", arguments: { groups: ["alpha", "nope"] } }]),
         ModelStandin.toolCalls([{ id: "e1", name: "mcp__alpha__echo", arguments: { message: "hi" } }]),
@@ -99,6 +113,7 @@ describe("lazy tool loading, seen in the model's requests", () => {
       ])
       const scope = yield* Scope.make()
       const first = yield* host(home, agentsDir, standin.url, scope)
+      const alphaTools = first.alphaTools
       const events = yield* run(first.agent, { message: "use alpha" })
       const started = events.find((e) => e._tag === "TurnStarted")!
       assert.strictEqual(events.at(-1)!._tag, "TurnDone")
@@ -125,7 +140,7 @@ describe("lazy tool loading, seen in the model's requests", () => {
 
       // A restart: a new host over the same home; the session's grant is still there.
       const again = yield* Scope.make()
-      const second = yield* host(home, agentsDir, standin.url, again)
+      const second = yield* host(home, agentsDir, standin.url, again, { register: false })
       const sessionId = (started as { sessionId: string }).sessionId
       yield* run(second.agent, { sessionId, message: "again" })
       assert.deepStrictEqual(mcpOf(toolNames(standin.requests[3]!)), alphaTools)
@@ -144,14 +159,16 @@ describe("lazy tool loading, seen in the model's requests", () => {
       ])
       let lists = 0
       const scope = yield* Scope.make()
-      const { agent } = yield* host(home, agentsDir, standin.url, scope, (manager) =>
-        McpManager.McpManager.make({
-          ...manager,
-          list: Effect.suspend(() => {
-            lists++
-            return manager.list
+      const { agent } = yield* host(home, agentsDir, standin.url, scope, {
+        wrap: (manager) =>
+          McpManager.McpManager.make({
+            ...manager,
+            list: Effect.suspend(() => {
+              lists++
+              return manager.list
+            })
           })
-        }))
+      })
       const events = yield* run(agent, { message: "use alpha" })
       assert.strictEqual(events.at(-1)!._tag, "TurnDone")
       assert.strictEqual(standin.requests.length, 4)
@@ -162,7 +179,7 @@ describe("lazy tool loading, seen in the model's requests", () => {
 
   it.scopedLive("a sub-agent starts at zero, activates its own; its grants vanish when it ends, the parent's stay", () =>
     Effect.gen(function*() {
-      const { agentsDir, alphaTools, betaTools, home } = yield* setup
+      const { agentsDir, home } = yield* setup
       const standin = yield* ModelStandin.start([
         // parent round 1
         ModelStandin.toolCalls([{ id: "p1", name: "activate_tools", arguments: { groups: ["alpha"] } }]),
@@ -176,7 +193,7 @@ describe("lazy tool loading, seen in the model's requests", () => {
         ModelStandin.text("all done")
       ])
       const scope = yield* Scope.make()
-      const { agent, grants } = yield* host(home, agentsDir, standin.url, scope)
+      const { agent, alphaTools, betaTools, grants } = yield* host(home, agentsDir, standin.url, scope)
       const events = yield* run(agent, { message: "delegate" })
       assert.strictEqual(events.at(-1)!._tag, "TurnDone")
       const sessionId = (events.find((e) => e._tag === "TurnStarted") as { sessionId: string }).sessionId

@@ -3,11 +3,12 @@
  * (with `skald mcp add --root`) through the real `skald` binary, against server-everything over
  * stdio and streamable HTTP; and the roots of a registered server given to it by the manager.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, beforeAll, describe, it } from "@effect/vitest"
 import { McpServerEntry, ServerConfig, ServerName, ToolResult } from "@skald/domain"
 import { Effect } from "effect"
 import type { Scope } from "effect"
 import * as Fs from "node:fs"
+import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Url from "node:url"
 import { runSkald } from "./cli-support.js"
@@ -157,26 +158,50 @@ describe("skald resources against a server without resources or prompts", () => 
 })
 
 describe("skald mcp resources|read|prompts|prompt and mcp add --root", () => {
+  // One server registered for the four tests below, each a few runs of the binary: every run is a
+  // process of its own (about 1.5 s of CPU), and one test of all twelve outlived its time under load.
+  const home = makeHome()
+  const env = { SKALD_HOME: home }
+  const folder = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-mcp-root-"))
+  beforeAll(async () => {
+    const added = await runSkald(["mcp", "add", "ev", "--root", Path.relative(repoRoot, folder), "--", ...everything], {
+      env
+    })
+    assert.strictEqual(added.status, 0, added.stderr)
+  })
+
   it.live(
-    "a registered server: its roots stored absolute, shown, and given to it when connected",
+    "a registered server: its roots stored absolute and shown; a root that is no folder is refused",
     () =>
       Effect.gen(function*() {
-        const home = makeHome()
-        const env = { SKALD_HOME: home }
-        const folder = yield* tempDir("mcp-root")
-        const relative = Path.relative(repoRoot, folder)
-        const added = yield* run(["mcp", "add", "ev", "--root", relative, "--", ...everything], env)
-        assert.strictEqual(added.status, 0, added.stderr)
         const shown = JSON.parse((yield* run(["mcp", "show", "ev", "--json"], env)).stdout) as { roots?: Array<string> }
         assert.deepStrictEqual(shown.roots, [folder])
         assert.include((yield* run(["mcp", "show", "ev"], env)).stdout, `root           ${folder}`)
+        const bad = yield* run(["mcp", "add", "ev2", "--root", Path.join(folder, "nope"), "--", ...everything], env)
+        assert.strictEqual(bad.status, 2)
+        assert.include(bad.stderr, `the root "${Path.join(folder, "nope")}" is not a folder`)
+      }),
+    90_000
+  )
 
-        const resources = yield* run(["mcp", "resources", "ev"], env)
-        assert.strictEqual(resources.status, 0, resources.stderr)
-        assert.match(resources.stdout, /^demo:\/\/resource\/static\/document\/features\.md\s+features\.md/m)
-        const read = yield* run(["mcp", "read", "ev", "demo://resource/dynamic/text/5"], env)
-        assert.strictEqual(read.status, 0, read.stderr)
-        assert.match(read.stdout, /^Resource 5: This is a plaintext resource/)
+  it.live("mcp resources and mcp read of a text: as text, and --json", () =>
+    Effect.gen(function*() {
+      const resources = yield* run(["mcp", "resources", "ev"], env)
+      assert.strictEqual(resources.status, 0, resources.stderr)
+      assert.match(resources.stdout, /^demo:\/\/resource\/static\/document\/features\.md\s+features\.md/m)
+      const read = yield* run(["mcp", "read", "ev", "demo://resource/dynamic/text/5"], env)
+      assert.strictEqual(read.status, 0, read.stderr)
+      assert.match(read.stdout, /^Resource 5: This is a plaintext resource/)
+      const textJson = yield* run(["mcp", "read", "ev", "--json", "demo://resource/dynamic/text/5"], env)
+      const text = (JSON.parse(textJson.stdout) as { contents: Array<{ uri: string; text: string }> }).contents
+      assert.strictEqual(text[0]!.uri, "demo://resource/dynamic/text/5")
+      assert.match(text[0]!.text, /^Resource 5: This is a plaintext resource/)
+    }), 90_000)
+
+  it.live(
+    "mcp read of a blob: into the home's media store, a link (never base64), and --json",
+    () =>
+      Effect.gen(function*() {
         // A blob goes into the home's media store, as `skald mcp call`'s media do: a link, never base64.
         const blob = yield* run(["mcp", "read", "ev", "demo://resource/dynamic/blob/4"], env)
         assert.strictEqual(blob.status, 0, blob.stderr)
@@ -197,24 +222,20 @@ describe("skald mcp resources|read|prompts|prompt and mcp add --root", () => {
           Fs.readFileSync(Path.join(home, "data", "mcp_media", Path.basename(String(items[0]!.url)))).length,
           items[0]!.size
         )
-        const textJson = yield* run(["mcp", "read", "ev", "--json", "demo://resource/dynamic/text/5"], env)
-        const text = (JSON.parse(textJson.stdout) as { contents: Array<{ uri: string; text: string }> }).contents
-        assert.strictEqual(text[0]!.uri, "demo://resource/dynamic/text/5")
-        assert.match(text[0]!.text, /^Resource 5: This is a plaintext resource/)
-        const prompts = yield* run(["mcp", "prompts", "ev", "--json"], env)
-        assert.include((JSON.parse(prompts.stdout) as Array<{ name: string }>).map((p) => p.name), "args-prompt")
-        const prompt = yield* run(["mcp", "prompt", "ev", "args-prompt", "--args", "{\"city\":\"Bergen\"}"], env)
-        assert.strictEqual(prompt.stdout, "user: What's weather in Bergen?\n")
-        const roots = yield* run(["mcp", "call", "ev", "get-roots-list"], env)
-        assert.strictEqual(roots.status, 0, roots.stderr)
-        assert.include(roots.stdout, `URI: ${Url.pathToFileURL(folder).href}`)
-
-        const bad = yield* run(["mcp", "add", "ev2", "--root", Path.join(folder, "nope"), "--", ...everything], env)
-        assert.strictEqual(bad.status, 2)
-        assert.include(bad.stderr, `the root "${Path.join(folder, "nope")}" is not a folder`)
-      }).pipe(Effect.scoped),
+      }),
     90_000
   )
+
+  it.live("mcp prompts and mcp prompt; the roots given to the server when connected", () =>
+    Effect.gen(function*() {
+      const prompts = yield* run(["mcp", "prompts", "ev", "--json"], env)
+      assert.include((JSON.parse(prompts.stdout) as Array<{ name: string }>).map((p) => p.name), "args-prompt")
+      const prompt = yield* run(["mcp", "prompt", "ev", "args-prompt", "--args", "{\"city\":\"Bergen\"}"], env)
+      assert.strictEqual(prompt.stdout, "user: What's weather in Bergen?\n")
+      const roots = yield* run(["mcp", "call", "ev", "get-roots-list"], env)
+      assert.strictEqual(roots.status, 0, roots.stderr)
+      assert.include(roots.stdout, `URI: ${Url.pathToFileURL(folder).href}`)
+    }), 90_000)
 
   it.scopedLive(
     "the manager connects a server with the roots of its config (none: roots/list is refused)",

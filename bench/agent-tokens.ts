@@ -130,7 +130,7 @@ export const runAgentTokensSection = () =>
             Layer.effect(
               LanguageModel.LanguageModel,
               OpenAiCompatible.make({ baseUrl: standin.url, model: "standin" })
-            ).pipe(Layer.provide(NodeHttpClient.layerUndici))
+            ).pipe(Layer.provide(NodeHttpClient.dispatcherLayer))
           ),
           Layer.provide(Layer.succeedContext(context))
         )

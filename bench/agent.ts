@@ -166,7 +166,7 @@ const setup = (s: Settings, home: string) =>
         })
     })
 
-    const http = yield* Layer.build(NodeHttpClient.layerUndici)
+    const http = yield* Layer.build(NodeHttpClient.dispatcherLayer)
     const provider = yield* OpenAiCompatible.make({ baseUrl: standin.url, model: "standin-model", maxRetries: 1 })
       .pipe(Effect.provide(http))
     const streamStarts: Array<number> = []

@@ -64,7 +64,7 @@ const host = (
     const model = Layer.effect(
       LanguageModel.LanguageModel,
       OpenAiCompatible.make({ baseUrl, model: "standin", retryBaseDelay: "1 millis" })
-    ).pipe(Layer.provide(NodeHttpClient.layerUndici))
+    ).pipe(Layer.provide(NodeHttpClient.dispatcherLayer))
     const layer = Agent.Default({ agentsDir, alwaysOffered: [] }).pipe(
       Layer.provideMerge(ChatStore.Default),
       Layer.provideMerge(Grants.Grants.Default),

@@ -59,7 +59,7 @@ const handlers = tools.toLayer({
 
 const model = (baseUrl: string, options?: Partial<OpenAiCompatible.Options>) =>
   // the client's dispatcher lives in the test's scope (Effect.provide would close it after make)
-  Effect.flatMap(Layer.build(NodeHttpClient.layerUndici), (context) =>
+  Effect.flatMap(Layer.build(NodeHttpClient.dispatcherLayer), (context) =>
     OpenAiCompatible.make({
       baseUrl,
       model: "test-model",

@@ -140,7 +140,7 @@ describe("the sudo password through the inbox", () => {
         const model = Layer.effect(
           LanguageModel.LanguageModel,
           OpenAiCompatible.make({ baseUrl: standin.url, model: "standin", retryBaseDelay: "1 millis" })
-        ).pipe(Layer.provide(NodeHttpClient.layerUndici))
+        ).pipe(Layer.provide(NodeHttpClient.dispatcherLayer))
         const built = yield* Layer.build(
           Agent.Default({ alwaysOffered: "all" }).pipe(
             Layer.provideMerge(ChatStore.Default),

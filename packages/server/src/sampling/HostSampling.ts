@@ -191,13 +191,14 @@ const stopReasonOf = (reason: string, toolCalls: number): string | undefined => 
   }
 }
 
-/** Makes the answerer in the current context (the inbox, the rules, the model settings, an HTTP client). */
+/** Makes the answerer in the current context (the inbox, the rules, the model settings, Node's HTTP client and dispatcher). */
 export const make = (options: Options = {}) =>
   Effect.gen(function*() {
     const inbox = yield* Inbox
     const rules = yield* ApprovalRules
     const settings = yield* ModelSettings
     const http = yield* HttpClient.HttpClient
+    const dispatcher = yield* NodeHttpClient.Dispatcher
     const mode = options.mode ?? defaults.mode
     const deadline = options.deadline ?? defaults.deadline
     const hostMax = options.maxTokens ??
@@ -298,7 +299,8 @@ export const make = (options: Options = {}) =>
             stopSequences: request.stopSequences
           }),
           Effect.provide(Model.providerLayer(resolved, options.tuning)),
-          Effect.provideService(HttpClient.HttpClient, http)
+          Effect.provideService(HttpClient.HttpClient, http),
+          Effect.provideService(NodeHttpClient.Dispatcher, dispatcher)
         )
       const response = yield* generated.pipe(
         Effect.timeoutFail({
@@ -345,9 +347,9 @@ export const make = (options: Options = {}) =>
 
 /**
  * The host's sampling as the manager's `SamplingSource`, over the inbox, the home's database and
- * secret store (the rules, the model settings) and Node's HTTP client.
+ * secret store (the rules, the model settings) and Node's HTTP client (`Model.http`).
  */
 export const layer = (options: Options = {}) =>
   Layer.effect(SamplingSource, make(options)).pipe(
-    Layer.provide(Layer.mergeAll(ApprovalRules.Default, ModelSettings.Default, NodeHttpClient.layerUndici))
+    Layer.provide(Layer.mergeAll(ApprovalRules.Default, ModelSettings.Default, Model.http))
   )

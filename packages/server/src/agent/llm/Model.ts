@@ -2,8 +2,10 @@
  * The agent's model as a `LanguageModel` layer, from the model settings (ModelSettings.ts): the
  * provider picks `OpenAiCompatible.layer` (`openai`: any OpenAI-compatible chat-completions
  * server) or `Anthropic.layer` (`anthropic`), with the base URL, the model and the key (resolved
- * from the secret store, a `Redacted`: never logged, redacted from errors), over an `HttpClient`
- * (`layer` brings Node's, through undici; `layerWith` takes another).
+ * from the secret store, a `Redacted`: never logged, redacted from errors), over undici: the
+ * OpenAI-compatible provider sends through its dispatcher (`NodeHttpClient.Dispatcher`) directly,
+ * Anthropic's through an `HttpClient` (`layer` brings both, over one dispatcher: `http`;
+ * `layerWith` takes others).
  *
  * Building it fails with the settings' typed errors: `ModelNotConfigured` (no model),
  * `InvalidModelSetting`, `UnknownModelKeyReference`.
@@ -33,11 +35,19 @@ export interface Tuning {
   readonly retryMaxDelay?: Duration.DurationInput | undefined
 }
 
+/** What the providers send through: an `HttpClient` (Anthropic) and undici's dispatcher (OpenAI-compatible). */
+export type Http = HttpClient.HttpClient | NodeHttpClient.Dispatcher
+
+/** Node's HTTP client and undici's dispatcher it sends through: one connection pool for both providers. */
+export const http: Layer.Layer<Http> = NodeHttpClient.layerUndiciWithoutDispatcher.pipe(
+  Layer.provideMerge(NodeHttpClient.dispatcherLayer)
+)
+
 /** The provider's layer for resolved settings. */
 export const providerLayer = (
   settings: Resolved,
   tuning: Tuning = {}
-): Layer.Layer<LanguageModel.LanguageModel, never, HttpClient.HttpClient> => {
+): Layer.Layer<LanguageModel.LanguageModel, never, Http> => {
   const common = {
     baseUrl: settings.baseUrl,
     model: settings.model,
@@ -54,10 +64,10 @@ export const providerLayer = (
   }
 }
 
-/** The model from the settings, over the given HTTP client. */
+/** The model from the settings, over the given HTTP client and dispatcher. */
 export const layerWith = (
   tuning: Tuning = {}
-): Layer.Layer<LanguageModel.LanguageModel, ModelError, ModelSettings | HttpClient.HttpClient> =>
+): Layer.Layer<LanguageModel.LanguageModel, ModelError, ModelSettings | Http> =>
   Layer.unwrapEffect(
     Effect.map(
       Effect.flatMap(ModelSettings, (settings) => settings.resolve),
@@ -65,6 +75,6 @@ export const layerWith = (
     ).pipe(Effect.withSpan("Model.layer"))
   )
 
-/** The model from the settings, over Node's HTTP client. */
+/** The model from the settings, over Node's HTTP client and undici's dispatcher (`http`). */
 export const layer = (tuning: Tuning = {}): Layer.Layer<LanguageModel.LanguageModel, ModelError, ModelSettings> =>
-  layerWith(tuning).pipe(Layer.provide(NodeHttpClient.layerUndici))
+  layerWith(tuning).pipe(Layer.provide(http))

@@ -7,9 +7,15 @@
  * - Tolerates the known server quirks (see `internal/openAiWire.ts`): tool-call `index` always 0
  *   or missing, a first delta without `id` (an id is synthesized), whole arguments in one delta,
  *   `choices: null` on the usage chunk, a mid-stream `{"error": …}` event.
- * - Interrupting the consumer before `[DONE]` aborts the HTTP request (the request's scope
- *   closes with the caller's); the parts end at `[DONE]`, the body's rest is read in the
- *   background (keep-alive).
+ * - Sent with undici's `request` through the `NodeHttpClient.Dispatcher` in context (its
+ *   kept-alive connections; `Model.http` shares one with Anthropic's `HttpClient`), the body read
+ *   straight from undici's `Readable` (`internal/responseBody.ts`), not through
+ *   `@effect/platform`'s `HttpClient`: per request that cost ~0.4 ms more to send and ~1.8 ms
+ *   more CPU (docs/performance.md, *Run I*). Under an installed tracer the request has an
+ *   `http.client POST` span (headers redacted) and sends its `traceparent`.
+ * - Interrupting the consumer before `[DONE]` aborts the HTTP request (its finalizer is in the
+ *   caller's scope); the parts end at `[DONE]`, the body's rest is read in the background
+ *   (keep-alive), for at most a second.
  * - 429, 5xx and connection failures before the response is streamed are retried with capped
  *   exponential backoff honouring `Retry-After` / `retry-after-ms` (3 tries in all by default).
  * - Every failure is an `AiError` carrying the provider's own message; the API key is sent as a
@@ -26,27 +32,28 @@ import * as IdGenerator from "@effect/ai/IdGenerator"
 import * as LanguageModel from "@effect/ai/LanguageModel"
 import type * as Response from "@effect/ai/Response"
 import * as Sse from "@effect/experimental/Sse"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import type * as Undici from "@effect/platform-node/Undici"
 import * as Headers from "@effect/platform/Headers"
-import * as HttpClient from "@effect/platform/HttpClient"
-import type * as HttpClientError from "@effect/platform/HttpClientError"
-import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
+import * as Span from "@skald/mcp/internal/span"
 import * as Arr from "effect/Array"
 import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import { identity } from "effect/Function"
+import * as Either from "effect/Either"
+import type * as Fiber from "effect/Fiber"
 import * as JSONSchema from "effect/JSONSchema"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
-import * as Scope from "effect/Scope"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { GenerationConfig } from "./GenerationConfig.js"
 import * as Wire from "./internal/openAiWire.js"
+import { ResponseBody } from "./internal/responseBody.js"
 import * as StreamParts from "./StreamParts.js"
 
 /** How to reach an OpenAI-compatible chat-completions server. */
@@ -69,7 +76,7 @@ export interface Options {
 const module = "OpenAiCompatible"
 
 /** How long the body is read after `[DONE]` for its end (a server that then hangs is cut off). */
-const drainAfterDone = Duration.seconds(1)
+const drainAfterMillis = 1000
 
 /** One failed try: the error to report, and whether (and after how long) to try again. */
 class AttemptFailed extends Data.TaggedError("AttemptFailed")<{
@@ -96,32 +103,35 @@ const stringHeaders = (headers: Record<string, string | Redacted.Redacted>): Rec
   return out
 }
 
-/** Makes the `LanguageModel` service for `options`. */
-export const make = (options: Options): Effect.Effect<LanguageModel.Service, never, HttpClient.HttpClient> =>
+/** Makes the `LanguageModel` service for `options`, over undici's dispatcher (its connection pool). */
+export const make = (
+  options: Options
+): Effect.Effect<LanguageModel.Service, never, NodeHttpClient.Dispatcher> =>
   Effect.gen(function*() {
-    const httpClient = yield* HttpClient.HttpClient
-    // The request is tied to a scope (`attempt`'s request scope): closing it (interruption included) aborts it.
-    const client = HttpClient.withScope(httpClient)
+    const dispatcher = yield* NodeHttpClient.Dispatcher
     const url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`
+    const target = Either.try(() => new URL(url))
     const redactedNames = ["authorization", ...Object.keys(options.headers ?? {}).map((name) => name.toLowerCase())]
     const maxTries = Math.max(1, Math.floor(options.maxRetries ?? 3))
     const baseDelay = Duration.decode(options.retryBaseDelay ?? Duration.millis(500))
     const maxDelay = Duration.decode(options.retryMaxDelay ?? Duration.seconds(20))
     const maxDelayMillis = Duration.toMillis(maxDelay)
 
-    const baseRequest = HttpClientRequest.post(url).pipe(
-      HttpClientRequest.setHeaders(options.headers ?? {}),
-      HttpClientRequest.setHeader("accept", "text/event-stream"),
-      options.apiKey === undefined ? identity : HttpClientRequest.bearerToken(options.apiKey)
-    )
+    // Built once: every request sends the same headers (names lower-cased).
+    const baseHeaders: Record<string, string> = {
+      ...Headers.fromInput(options.headers ?? {}),
+      accept: "text/event-stream",
+      "content-type": "application/json",
+      ...(options.apiKey === undefined ? {} : { authorization: `Bearer ${Redacted.value(options.apiKey)}` })
+    }
+    const redactedHeaders = stringHeaders(Headers.redact(Headers.fromInput(baseHeaders), redactedNames))
     const requestDetails: typeof AiError.HttpRequestDetails.Type = {
       method: "POST",
       url,
       urlParams: [],
       hash: Option.none(),
-      headers: stringHeaders(Headers.redact(baseRequest.headers, redactedNames))
+      headers: redactedHeaders
     }
-
     const schedule = Schedule.exponential(baseDelay).pipe(
       Schedule.intersect(Schedule.recurs(maxTries - 1)),
       Schedule.intersect(Schedule.identity<AttemptFailed>()),
@@ -143,12 +153,13 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
       )
     )
 
-    const statusFailure = (method: string, response: HttpClientResponse.HttpClientResponse) =>
+    const statusFailure = (method: string, response: Undici.Dispatcher.ResponseData) =>
       Effect.gen(function*() {
-        const body = yield* Effect.orElseSucceed(response.text, () => "")
+        const body = yield* Effect.orElseSucceed(Effect.tryPromise(() => response.body.text()), () => "")
         const now = yield* Clock.currentTimeMillis
-        const retryAfterMillis = Wire.retryAfterMillis(response.headers, now)
-        const status = response.status
+        const headers = Headers.fromInput(response.headers)
+        const retryAfterMillis = Wire.retryAfterMillis(headers, now)
+        const status = response.statusCode
         const retryable = status === 429 || status >= 500
         const message = Wire.bodyMessage(body) ?? "no message"
         const tooLong = retryable && retryAfterMillis !== undefined && retryAfterMillis > maxDelayMillis
@@ -167,7 +178,7 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
               request: requestDetails,
               response: {
                 status,
-                headers: stringHeaders(Headers.redact(response.headers, ["set-cookie", ...redactedNames]))
+                headers: stringHeaders(Headers.redact(headers, ["set-cookie", ...redactedNames]))
               },
               description: `The model server answered ${status}: ${message}${tooLong}${suffix}`,
               ...(body === "" ? {} : { body: body.length > 4000 ? `${body.slice(0, 4000)}…` : body })
@@ -175,43 +186,90 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
         })
       })
 
-    const requestFailure = (method: string, error: HttpClientError.HttpClientError) =>
+    const requestFailure = (method: string, cause: unknown) =>
       new AttemptFailed({
-        retryable: error._tag === "RequestError" && error.reason === "Transport",
+        retryable: true,
         retryAfterMillis: undefined,
         error: (suffix) =>
-          error._tag === "RequestError"
-            ? new AiError.HttpRequestError({
-              module,
-              method,
-              reason: error.reason,
-              request: requestDetails,
-              description: `Could not reach the model server at ${url}: ${causeMessage(error.cause)}${suffix}`
-            }, { disableValidation: true })
-            : new AiError.HttpResponseError({
-              module,
-              method,
-              reason: error.reason,
-              request: requestDetails,
-              response: { status: error.response.status, headers: {} },
-              description: `The model server's response could not be read: ${causeMessage(error.cause)}${suffix}`
-            }, { disableValidation: true })
+          new AiError.HttpRequestError({
+            module,
+            method,
+            reason: "Transport",
+            request: requestDetails,
+            description: `Could not reach the model server at ${url}: ${causeMessage(cause)}${suffix}`
+          }, { disableValidation: true })
       })
 
-    /** Sends the request once and returns an OK (2xx) response. */
+    /**
+     * Under an installed tracer, the request's `http.client POST` client span (the HTTP
+     * conventions' attributes, the headers redacted) and its `traceparent` header; nothing under
+     * the built-in one (agent/Telemetry.ts: spans only when someone records them).
+     */
+    const httpSpan = (fiber: Fiber.RuntimeFiber<unknown, unknown>, address: URL) => {
+      if (!Span.isTraced(fiber)) return undefined
+      const attributes: Record<string, unknown> = {
+        "http.request.method": "POST",
+        "server.address": address.origin,
+        "url.full": url,
+        "url.path": address.pathname,
+        "url.scheme": address.protocol.slice(0, -1)
+      }
+      if (address.port !== "") attributes["server.port"] = Number(address.port)
+      for (const name in redactedHeaders) attributes[`http.request.header.${name}`] = redactedHeaders[name]
+      return Effect.makeSpan("http.client POST", { kind: "client", captureStackTrace: false, attributes })
+    }
+
+    /**
+     * Sends the request once (undici's `request`, on its kept-alive connections) and returns an OK
+     * (2xx) response; `controller` aborts it (the server sees the connection close).
+     */
     const sendOnce = (
       method: string,
-      request: HttpClientRequest.HttpClientRequest
-    ): Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptFailed, Scope.Scope> =>
-      client.execute(request).pipe(
-        Effect.locallyWith(Headers.currentRedactedNames, Arr.appendAll(redactedNames)),
-        Effect.catchAll((error) => Effect.fail(requestFailure(method, error))),
-        Effect.flatMap((response) =>
-          response.status >= 200 && response.status < 300
-            ? Effect.succeed(response)
-            : statusFailure(method, response)
-        )
-      )
+      body: string,
+      controller: AbortController
+    ): Effect.Effect<Undici.Dispatcher.ResponseData, AttemptFailed> =>
+      Either.isLeft(target)
+        ? Effect.fail(fatal(
+          new AiError.HttpRequestError({
+            module,
+            method,
+            reason: "InvalidUrl",
+            request: requestDetails,
+            description: `The model server's URL is not valid: ${url}`
+          }, { disableValidation: true })
+        ))
+        : Effect.withFiberRuntime((fiber) => {
+          const address = target.right
+          const send = (headers: Record<string, string>) =>
+            Effect.async<Undici.Dispatcher.ResponseData, AttemptFailed>((resume) => {
+              dispatcher.request({
+                origin: address.origin,
+                path: address.pathname + address.search,
+                method: "POST",
+                headers,
+                body,
+                signal: controller.signal,
+                // No deadline of undici's own: the caller's (a turn's stop, a timeout) interrupts.
+                headersTimeout: 60 * 60 * 1000,
+                bodyTimeout: 0
+              }, (cause, response) => {
+                resume(cause === null ? Effect.succeed(response) : Effect.fail(requestFailure(method, cause)))
+              })
+              return Effect.sync(() => controller.abort())
+            })
+          const checked = (response: Undici.Dispatcher.ResponseData) =>
+            response.statusCode >= 200 && response.statusCode < 300
+              ? Effect.succeed(response)
+              : statusFailure(method, response)
+          const span = httpSpan(fiber, address)
+          if (span === undefined) return Effect.flatMap(send(baseHeaders), checked)
+          return Effect.flatMap(span, (span) =>
+            send({ ...baseHeaders, ...HttpTraceContext.toHeaders(span) }).pipe(
+              Effect.tap((response) => span.attribute("http.response.status_code", response.statusCode)),
+              Effect.onExit((exit) => Effect.map(Clock.currentTimeNanos, (now) => span.end(now, exit))),
+              Effect.flatMap(checked)
+            ))
+        })
 
     /** A failure that is reported as it is, never retried. */
     const fatal = (error: AiError.AiError) =>
@@ -234,11 +292,9 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
           })
       }).pipe(
         Effect.zip(GenerationConfig),
+        // Encoded once, as a string: undici writes it as it is (no `Uint8Array` copy, no body stream).
         Effect.map(([schema, config]) =>
-          HttpClientRequest.bodyUnsafeJson(
-            baseRequest,
-            Wire.requestBody(options.model, providerOptions, messages, schema, config)
-          )
+          JSON.stringify(Wire.requestBody(options.model, providerOptions, messages, schema, config))
         )
       )
     }
@@ -264,27 +320,35 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
      * gives the rest, failing without a retry.
      *
      * The parts end at `[DONE]`: what follows it (the response's end, often a later packet) is
-     * read in the background, so the caller doesn't wait for it, and the connection can be kept
-     * alive. The request lives in its own scope, closed with the caller's unless `[DONE]` was seen
-     * (interruption or a failure aborts the request), else when the drain ends; a failed try
-     * closes it at once.
+     * read in the background (`ResponseBody.drain`, bounded by `drainAfterDone`), so the caller
+     * doesn't wait for it, and the connection can be kept alive. Until `[DONE]` or the body's
+     * end, closing the caller's scope (interruption, a failure, a consumer that stops) aborts
+     * the request; a failed try aborts it at once.
      */
-    const attempt = (method: string, request: HttpClientRequest.HttpClientRequest) =>
-      Effect.flatMap(Scope.make(), (requestScope) => attemptIn(method, request, requestScope))
+    const attempt = (method: string, request: string) =>
+      Effect.suspend(() => {
+        const controller = new AbortController()
+        const abort = () => controller.abort()
+        return attemptWith(method, request, controller).pipe(
+          Effect.onError(() => Effect.sync(abort))
+        )
+      })
 
-    const attemptIn = (
-      method: string,
-      request: HttpClientRequest.HttpClientRequest,
-      requestScope: Scope.CloseableScope
-    ) =>
+    const attemptWith = (method: string, request: string, controller: AbortController) =>
       Effect.gen(function*() {
         let handedOff = false
-        yield* Effect.addFinalizer((exit) => handedOff ? Effect.void : Scope.close(requestScope, exit))
-        const response = yield* Scope.extend(sendOnce(method, request), requestScope)
+        yield* Effect.addFinalizer(() => handedOff ? Effect.void : Effect.sync(() => controller.abort()))
+        const response = yield* sendOnce(method, request, controller)
         const state = new Wire.StreamAccumulator()
         let emitted = false
         let ended = false
+        // A server that ignores `stream: true` answers one JSON object: fold it as a single event.
+        const contentType = response.headers["content-type"]
+        const json = typeof contentType === "string" && contentType.includes("application/json")
+        let jsonText = ""
+        let out: Array<Response.StreamPartEncoded> = []
         const finish = Effect.suspend(() => {
+          if (json) state.feed(jsonText, out)
           const missing = state.missingIds
           // Ids are made only for calls the server sent without one (a quirk): the one in context, else @effect/ai's.
           const synthesized: Effect.Effect<ReadonlyArray<string>> = missing === 0
@@ -294,7 +358,6 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
               return Effect.all(Arr.makeBy(missing, () => ids.generateId()))
             })
           return Effect.flatMap(synthesized, (ids) => {
-            const out: Array<Response.StreamPartEncoded> = []
             state.finish(out, ids)
             return state.failure === undefined
               ? Effect.succeed(out)
@@ -302,8 +365,7 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
           })
         })
         // One synchronous stage from bytes to parts: UTF-8 decoding, @effect/experimental's SSE
-        // parser and the accumulator run in one loop per network chunk (no queue, no fiber hop).
-        let out: Array<Response.StreamPartEncoded> = []
+        // parser and the accumulator run in one loop per pull (no queue, no fiber hop).
         let done = false
         const decoder = new TextDecoder()
         const parser = Sse.makeParser((event) => {
@@ -311,18 +373,13 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
           if (event.data === "[DONE]") done = true
           else state.feed(event.data, out)
         })
-        // A server that ignores `stream: true` answers one JSON object: fold it as a single event.
-        const json = (response.headers["content-type"] ?? "").includes("application/json")
-        const body: Stream.Stream<Uint8Array, HttpClientError.ResponseError> = json
-          ? Stream.fromEffect(response.arrayBuffer).pipe(Stream.map((buffer) => new Uint8Array(buffer)))
-          : response.stream
         const feed = (bytes: Uint8Array): Sse.SseError | undefined => {
           const text = decoder.decode(bytes, { stream: true })
           if (!json) return parser.feed(text)
-          state.feed(text, out)
+          jsonText += text
           return undefined
         }
-        const broken = (error: HttpClientError.ResponseError) =>
+        const broken = (cause: unknown) =>
           new AttemptFailed({
             retryable: !emitted,
             retryAfterMillis: undefined,
@@ -332,39 +389,28 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
                 method,
                 reason: "Decode",
                 request: requestDetails,
-                response: { status: response.status, headers: {} },
+                response: { status: response.statusCode, headers: {} },
                 description: `The connection to the model server broke ${
                   emitted ? "mid-stream" : "before the first byte of its reply"
-                }: ${causeMessage(error.cause)}${suffix}`
+                }: ${causeMessage(cause)}${suffix}`
               }, { disableValidation: true })
           })
-        // The body is pulled in the request's scope, so reading it can go on after the parts end.
-        const pull = yield* Scope.extend(Stream.toPull(body), requestScope)
-        // After `[DONE]`: the body read to its end (briefly: a server that then hangs is cut off).
-        const drain = pull.pipe(
-          Effect.forever,
-          Effect.ignore,
-          Effect.timeout(drainAfterDone),
-          Effect.exit,
-          Effect.flatMap((exit) => Scope.close(requestScope, exit)),
-          Effect.forkDaemon
-        )
+        const body = new ResponseBody(response.body)
         const next: Effect.Effect<ReadonlyArray<Response.StreamPartEncoded> | undefined, AttemptFailed> = Effect
           .suspend(() => {
             if (ended) return Effect.succeed(undefined)
-            return pull.pipe(
+            return body.next.pipe(
               Effect.matchEffect({
-                onFailure: Option.match({
-                  // no `[DONE]`: finish at the end of the body
-                  onNone: () => {
-                    ended = true
-                    return finish
-                  },
-                  onSome: (error) => Effect.fail(broken(error))
-                }),
-                onSuccess: (chunk) => {
+                onFailure: (cause) => Effect.fail(broken(cause)),
+                onSuccess: (chunks) => {
                   out = []
-                  for (const bytes of chunk) {
+                  if (chunks === undefined) {
+                    // no `[DONE]`: finish at the end of the body
+                    ended = true
+                    handedOff = true
+                    return finish
+                  }
+                  for (const bytes of chunks) {
                     const tooLarge = feed(bytes)
                     if (tooLarge !== undefined) {
                       return Effect.fail(fatal(
@@ -382,11 +428,13 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
                   if (parts.length > 0) emitted = true
                   if (!done) return Effect.succeed(parts)
                   ended = true
+                  out = []
                   return finish.pipe(
                     Effect.map((rest) => parts.concat(rest)),
                     Effect.tap(() => {
+                      // After `[DONE]`: the body read to its end (briefly: a server that then hangs is cut off).
                       handedOff = true
-                      return drain
+                      body.drain(drainAfterMillis, () => controller.abort())
                     })
                   )
                 }
@@ -398,7 +446,7 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
         while (first !== undefined && first.length === 0) first = yield* next
         emitted = true
         return { first, next }
-      }).pipe(Effect.onError((cause) => Scope.close(requestScope, Exit.failCause(cause))))
+      })
 
     /** The request opened in the caller's scope, retried as `schedule` says; then its parts, pulled. */
     const open = (
@@ -441,5 +489,5 @@ export const make = (options: Options): Effect.Effect<LanguageModel.Service, nev
   })
 
 /** The `LanguageModel` layer for `options`. */
-export const layer = (options: Options): Layer.Layer<LanguageModel.LanguageModel, never, HttpClient.HttpClient> =>
+export const layer = (options: Options): Layer.Layer<LanguageModel.LanguageModel, never, NodeHttpClient.Dispatcher> =>
   Layer.effect(LanguageModel.LanguageModel, make(options))

@@ -22,7 +22,8 @@ const ensureChromium = (root: string) => {
 }
 
 // The CLI tests run the real `skald` binary, which loads the built output: bring it up to date,
-// then bundle it as `npm run build` does (the shim runs the bundle only while it is current).
+// then bundle it as `npm run build` does (the shim runs the bundle only while it is current), and
+// bundle the Promise face, which `@skald/mcp/promise` is (test/promise.test.ts runs it).
 // The web UI (served by `skald serve`, driven by the browser tests) is rebuilt when any of its
 // sources is newer than its built index.html (or @skald/domain's output, which it bundles).
 export default function setup() {
@@ -36,6 +37,7 @@ export default function setup() {
     cwd: root,
     stdio: "inherit"
   })
+  execFileSync(process.execPath, [Path.join(root, "packages/mcp/scripts/bundle.js")], { cwd: root, stdio: "inherit" })
   const web = Path.join(root, "packages/web")
   const sources = ["src", "public", "index.html", "vite.config.ts", "importRule.ts"].map((p) => Path.join(web, p))
   const built = newest(Path.join(web, "dist/index.html"))

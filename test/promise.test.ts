@@ -2,15 +2,19 @@
  * The Promise face (`@skald/mcp/promise`) against real servers: the SDK's stdio fixtures and its
  * HTTP fixture. Failures reject with the engine's `McpError`s (`_tag` kept); an aborted signal
  * interrupts the call, which sends `notifications/cancelled` (the cancel fixture records it).
+ * `@skald/mcp/promise` is the bundle an app loads (packages/mcp/scripts/bundle.js, built by
+ * test/globalSetup.ts), not the source.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { McpError } from "@skald/domain"
+import * as DomainMcpError from "@skald/domain/McpError"
 import { McpClient } from "@skald/mcp"
 import type { McpLog } from "@skald/mcp"
-import { connect } from "@skald/mcp/promise"
+// The shipped bundle (vitest.config.ts): its errors are instances of the classes it exports.
+import { connect, McpError } from "@skald/mcp/promise"
 import { Effect } from "effect"
+import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
-import { fixture } from "./fixtures/fixtures.js"
+import { fixture, repoRoot } from "./fixtures/fixtures.js"
 import { httpFixture, startHttpFixture } from "./http-support.js"
 import { readRecords, tempFile } from "./support.js"
 
@@ -142,4 +146,40 @@ describe("@skald/mcp/promise over streamable HTTP", () => {
       })
       assert.strictEqual(text(outcome), "over http")
     }))
+})
+
+/**
+ * Runs `program` (ESM, top-level await) in a node process started in the repository, as an app
+ * that depends on `@skald/mcp` would run it, then lists the files it had loaded (the inspector's
+ * parsed scripts), relative to packages/mcp/dist/bundle/ (the bundle's own files as `./name`).
+ */
+const filesLoadedBy = (program: string): ReadonlyArray<string> => {
+  const script = `import * as Inspector from "node:inspector"
+${program}
+const session = new Inspector.Session()
+session.connect()
+const files = []
+session.on("Debugger.scriptParsed", ({ params }) => params.url.startsWith("file:") && files.push(params.url))
+session.post("Debugger.enable", () => console.log(JSON.stringify(files)))`
+  const bundle = new URL(`file://${fs.realpathSync(repoRoot)}/packages/mcp/dist/bundle/`).href
+  const out = execFileSync(process.execPath, ["--input-type=module", "-e", script], { cwd: repoRoot, encoding: "utf8" })
+  return (JSON.parse(out.trim().split("\n").pop()!) as Array<string>)
+    .filter((url) => !url.endsWith("[eval1]"))
+    .map((url) => url.startsWith(bundle) ? `./${url.slice(bundle.length).replace(/-[A-Z0-9]+\.js$/, ".js")}` : url)
+}
+
+describe("@skald/mcp/promise as shipped", () => {
+  it("is one bundle: an app loads its entry and one chunk, not effect's or the engine's modules; HTTP only for a url", () => {
+    assert.deepStrictEqual(filesLoadedBy(`await import("@skald/mcp/promise")`), ["./promise.js", "./chunk.js"])
+    // Nothing listens on port 1: connect fails once the HTTP transport's chunk has been loaded.
+    const http = filesLoadedBy(`const { connect } = await import("@skald/mcp/promise")
+await connect({ url: "http://127.0.0.1:1/mcp" }).catch((error) => console.log(error._tag))`)
+    assert.deepStrictEqual(http, ["./promise.js", "./chunk.js", "./HttpTransport.js"])
+  })
+
+  it("has its own copy of the domain's classes, which it exports: a rejection is an instance of those", () => {
+    // These tests run the bundle (vitest.config.ts), not the source.
+    assert.notStrictEqual(McpError.McpTimeout, DomainMcpError.McpTimeout)
+    assert.strictEqual(new McpError.McpTimeout({ server: "s", method: "m", timeoutMillis: 1 })._tag, "McpTimeout")
+  })
 })

@@ -16,6 +16,10 @@
  * aborted `signal` interrupts the fiber, so the request is abandoned as any interrupted call is
  * (`notifications/cancelled` sent once) and the Promise rejects with the signal's reason.
  *
+ * Shipped as one esbuild bundle (scripts/bundle.js) with its own copy of `effect` and of the
+ * domain's classes, since the app does not share an Effect instance with it: check a rejection's
+ * `_tag`, or `instanceof` the classes of the `McpError` exported here (not `@skald/domain`'s).
+ *
  * @since 0.1.0
  */
 import type * as McpError from "@skald/domain/McpError"
@@ -34,6 +38,9 @@ import type * as HttpTransport from "./HttpTransport.js"
 import * as McpClient from "./McpClient.js"
 import * as McpLog from "./McpLog.js"
 import * as StdioTransport from "./StdioTransport.js"
+
+/** The engine's errors, the classes a rejection is an instance of (`McpTimeout`, `McpUnknownTool`, …). */
+export * as McpError from "@skald/domain/McpError"
 
 /** A stdio server: the command to start (the rest as `StdioTransport.Options`; `server` defaults to the command). */
 export interface StdioConfig extends Omit<StdioTransport.Options, "server"> {

@@ -2,7 +2,7 @@
  * The agent loop's own cost (`agent` in BENCH_SERVERS, or `node build/root/bench/agent.js` alone —
  * e.g. under `--cpu-prof`): the turn loop (`Agent.run`) over the real manager (a temp home, its
  * SQLite file, the echo fixture — an official-SDK server — over stdio) and the real
- * OpenAI-compatible provider (`NodeHttpClient.layerUndici`, one kept-alive connection) against the
+ * OpenAI-compatible provider (`NodeHttpClient.dispatcherLayer`, one kept-alive connection) against the
  * model stand-in (test/fixtures/model-standin.ts) on 127.0.0.1.
  *
  * Clocks: the stand-in runs in this process, next to the loop, so every time is `performance.now()`

@@ -8,39 +8,20 @@
  * `--verbose` says which path was taken.
  */
 import { assert, describe, it } from "@effect/vitest"
-import * as RpcHost from "@skald/server/cli/RpcHost"
 import { Effect, Fiber } from "effect"
-import * as Fs from "node:fs"
-import * as Path from "node:path"
-import { runSkald, spawnTty, startServe, stopProcess } from "./cli-support.js"
-import { fixture } from "./fixtures/fixtures.js"
+import { runSkald, spawnTty } from "./cli-support.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { makeHome } from "./host-support.js"
-import { eventually, eventuallyEffect, readRecords, tempFile } from "./support.js"
+import { addFixture, hostClient, modelEnv, openVaultOnTerminal, serve, vaultScript } from "./serve-support.js"
+import { eventually, eventuallyEffect, tempFile } from "./support.js"
 
 /** A home with the echo fixture registered (its tool is not read-only: it asks), served with the stand-in model. */
 const servedHome = (standin: ModelStandin.ModelStandin, name = "echo", options: ReadonlyArray<string> = []) =>
   Effect.gen(function*() {
     const home = makeHome()
-    const server = fixture(name === "echo" ? "echo" : "elicit")
-    const added = yield* Effect.promise(() =>
-      runSkald(["mcp", "add", name, "--home", home, ...options, "--", server.command, ...server.args])
-    )
-    assert.strictEqual(added.status, 0, added.stderr)
-    const env = { SKALD_LLM_PROVIDER: "openai", SKALD_LLM_BASE_URL: standin.url, SKALD_LLM_MODEL: "m" }
-    const host = yield* Effect.acquireRelease(
-      Effect.promise(() => startServe(home, env)),
-      (s) => Effect.promise(() => stopProcess(s.child))
-    )
-    const address = Path.join(home, "data", "host.json")
-    yield* eventuallyEffect(Effect.sync(() => Fs.existsSync(address)), (ok) => ok, "the host's address", "60 seconds")
-    const client = yield* RpcHost.connectTo(host.url, undefined)
-    yield* eventuallyEffect(
-      client.Mcp.List(),
-      (all) => all.some((s) => s.name === name && s.state === "connected"),
-      `${name} to connect`,
-      "60 seconds"
-    )
+    yield* addFixture(home, name, name === "echo" ? "echo" : "elicit", options)
+    const host = yield* serve(home, modelEnv(standin.url))
+    const client = yield* hostClient(home, host.url, name)
     return { home, host, client }
   })
 
@@ -130,35 +111,14 @@ describe("skald agent run / chat through the running host", () => {
       Effect.gen(function*() {
         const secret = "via-host-secret-51d0"
         const record = tempFile("via-host")
-        const standin = yield* ModelStandin.start([
-          ModelStandin.toolCalls([{ id: "a1", name: "activate_tools", arguments: { groups: ["vault"] } }]),
-          ModelStandin.toolCalls([{ id: "s1", name: "mcp__vault__ask_secret", arguments: {} }]),
-          ModelStandin.text("Opened.")
-        ])
+        const standin = yield* ModelStandin.start(vaultScript("Opened."))
         const { client, home } = yield* servedHome(standin, "vault", [
           "--env",
           `FIXTURE_RECORD=${record}`,
           "--secret-env",
           `EXPECTED_SECRET=${secret}`
         ])
-        const chat = yield* spawnTty(["--home", home, "--approve", "allow"], {})
-        yield* eventually(() => chat.output().includes("> "), "the prompt", "30 seconds")
-        chat.child.stdin.write("open the vault\r")
-        yield* eventually(
-          () =>
-            chat.output().includes("asks: Enter the password for the vault") && chat.output().includes("Password ("),
-          "the question",
-          "30 seconds"
-        )
-        chat.child.stdin.write(`${secret}\r`)
-        yield* eventually(() => chat.output().includes("Send?"), "the send question")
-        chat.child.stdin.write("y\r")
-        yield* eventually(() => chat.output().includes("Opened."), "the turn's end", "30 seconds")
-        yield* eventually(() => chat.output().split("> ").length - 1 >= 2, "the prompt again")
-        chat.child.stdin.write("\x04")
-        assert.strictEqual(yield* Effect.promise(() => chat.exited), 0, chat.output())
-        assert.notInclude(chat.output(), secret)
-        assert.deepInclude(readRecords(record).find((r) => r.event === "secret"), { matched: true })
+        yield* openVaultOnTerminal(["--home", home, "--approve", "allow"], {}, secret, record)
         assert.deepStrictEqual(yield* client.Inbox.List(), [])
       }),
     180_000

@@ -12,11 +12,11 @@ import * as InboxPrompt from "@skald/server/cli/InboxPrompt"
 import { Inbox } from "@skald/server/inbox/Inbox"
 import { InboxLog } from "@skald/server/inbox/InboxLog"
 import { Deferred, Effect, Fiber, Layer } from "effect"
-import { runSkald, spawnTty } from "./cli-support.js"
-import { fixture } from "./fixtures/fixtures.js"
+import { runSkald } from "./cli-support.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { makeHome, servicesLayer, tempHome } from "./host-support.js"
-import { eventually, eventuallyEffect, readRecords, tempFile } from "./support.js"
+import { addFixture, lastToolResult, modelEnv, openVaultOnTerminal, vaultScript } from "./serve-support.js"
+import { eventuallyEffect, readRecords, tempFile } from "./support.js"
 
 const inboxLayer = Layer.unwrapScoped(
   Effect.map(
@@ -94,28 +94,9 @@ describe("skald agent run, stdin not a terminal", () => {
     Effect.gen(function*() {
       const home = makeHome()
       const record = tempFile("elicit-cli")
-      const f = fixture("elicit")
-      const added = yield* Effect.promise(() =>
-        runSkald([
-          "mcp",
-          "add",
-          "vault",
-          "--home",
-          home,
-          "--env",
-          `FIXTURE_RECORD=${record}`,
-          "--",
-          f.command,
-          ...f.args
-        ])
-      )
-      assert.strictEqual(added.status, 0, added.stderr)
-      const standin = yield* ModelStandin.start([
-        ModelStandin.toolCalls([{ id: "g0", name: "activate_tools", arguments: { groups: ["vault"] } }]),
-        ModelStandin.toolCalls([{ id: "s1", name: "mcp__vault__ask_secret", arguments: {} }]),
-        ModelStandin.text("No password.")
-      ])
-      const env = { SKALD_LLM_PROVIDER: "openai", SKALD_LLM_BASE_URL: standin.url, SKALD_LLM_MODEL: "m" }
+      yield* addFixture(home, "vault", "elicit", ["--env", `FIXTURE_RECORD=${record}`])
+      const standin = yield* ModelStandin.start(vaultScript("No password."))
+      const env = modelEnv(standin.url)
       const run = yield* Effect.promise(() =>
         runSkald(["agent", "run", "--home", home, "--approve", "allow", "open the vault"], { env, input: "" })
       )
@@ -130,8 +111,7 @@ describe("skald agent run, stdin not a terminal", () => {
         url: {}
       })
       assert.deepInclude(readRecords(record).find((r) => r.event === "answer"), { action: "decline" })
-      const toolMessage = standin.requests[2]!.body.messages.findLast((m: { role: string }) => m.role === "tool")
-      assert.include(String(toolMessage.content), "ask_secret: decline")
+      assert.include(lastToolResult(standin, 2), "ask_secret: decline")
     }))
 })
 
@@ -143,50 +123,16 @@ describe("skald chat on a terminal", () => {
         const secret = "typed-secret-4b1e"
         const home = makeHome()
         const record = tempFile("elicit-tty")
-        const f = fixture("elicit")
-        const added = yield* Effect.promise(() =>
-          runSkald([
-            "mcp",
-            "add",
-            "vault",
-            "--home",
-            home,
-            "--env",
-            `FIXTURE_RECORD=${record}`,
-            "--env",
-            `EXPECTED_SECRET=${secret}`,
-            "--",
-            f.command,
-            ...f.args
-          ])
-        )
-        assert.strictEqual(added.status, 0, added.stderr)
-        const standin = yield* ModelStandin.start([
-          ModelStandin.toolCalls([{ id: "g0", name: "activate_tools", arguments: { groups: ["vault"] } }]),
-          ModelStandin.toolCalls([{ id: "s1", name: "mcp__vault__ask_secret", arguments: {} }]),
-          ModelStandin.text("Opened.")
+        yield* addFixture(home, "vault", "elicit", [
+          "--env",
+          `FIXTURE_RECORD=${record}`,
+          "--env",
+          `EXPECTED_SECRET=${secret}`
         ])
-        const env = { SKALD_LLM_PROVIDER: "openai", SKALD_LLM_BASE_URL: standin.url, SKALD_LLM_MODEL: "m" }
-        const chat = yield* spawnTty(["--home", home, "--approve", "allow"], env)
-        yield* eventually(() => chat.output().includes("> "), "the prompt", "30 seconds")
-        chat.child.stdin.write("open the vault\r")
-        yield* eventually(
-          () =>
-            chat.output().includes("asks: Enter the password for the vault") && chat.output().includes("Password ("),
-          "the question",
-          "30 seconds"
-        )
-        chat.child.stdin.write(`${secret}\r`)
-        yield* eventually(() => chat.output().includes("Send?"), "the send question")
-        chat.child.stdin.write("y\r")
-        yield* eventually(() => chat.output().includes("Opened."), "the turn's end", "30 seconds")
-        yield* eventually(() => chat.output().split("> ").length - 1 >= 2, "the prompt again")
-        chat.child.stdin.write("\x04")
-        assert.strictEqual(yield* Effect.promise(() => chat.exited), 0, chat.output())
-        assert.notInclude(chat.output(), secret)
-        assert.deepInclude(readRecords(record).find((r) => r.event === "secret"), { matched: true })
-        const toolMessage = standin.requests[2]!.body.messages.findLast((m: { role: string }) => m.role === "tool")
-        assert.include(String(toolMessage.content), "ask_secret: accept")
+        const standin = yield* ModelStandin.start(vaultScript("Opened."))
+        const env = modelEnv(standin.url)
+        yield* openVaultOnTerminal(["--home", home, "--approve", "allow"], env, secret, record)
+        assert.include(lastToolResult(standin, 2), "ask_secret: accept")
       }),
     120_000
   )

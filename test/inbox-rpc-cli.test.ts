@@ -8,15 +8,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { type InboxItem, type TurnEvent } from "@skald/domain"
-import * as RpcHost from "@skald/server/cli/RpcHost"
 import { Chunk, Effect, Fiber, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { runSkald, startServe, stopProcess } from "./cli-support.js"
-import { fixture } from "./fixtures/fixtures.js"
+import { runSkald, stopProcess } from "./cli-support.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { filesUnder, makeHome } from "./host-support.js"
-import { eventuallyEffect, readRecords, tempFile } from "./support.js"
+import { addFixture, hostClient, modelEnv, serve, vaultScript } from "./serve-support.js"
+import { eventually, eventuallyEffect, readRecords, tempFile } from "./support.js"
 
 const MARKER = "vault-marker-7c3d19e2"
 
@@ -27,53 +26,20 @@ describe("skald inbox through the running host", () => {
       Effect.gen(function*() {
         const home = makeHome()
         const record = tempFile("inbox-rpc")
-        const f = fixture("elicit")
-        const added = yield* Effect.promise(() =>
-          runSkald([
-            "mcp",
-            "add",
-            "vault",
-            "--home",
-            home,
-            "--env",
-            `FIXTURE_RECORD=${record}`,
-            // The value the server expects: kept in the secret store (the one place it may be).
-            "--secret-env",
-            `EXPECTED_SECRET=${MARKER}`,
-            "--",
-            f.command,
-            ...f.args
-          ])
-        )
-        assert.strictEqual(added.status, 0, added.stderr)
-        const standin = yield* ModelStandin.start([
-          ModelStandin.toolCalls([{ id: "g0", name: "activate_tools", arguments: { groups: ["vault"] } }]),
-          ModelStandin.toolCalls([{ id: "s1", name: "mcp__vault__ask_secret", arguments: {} }]),
-          ModelStandin.text("Opened.")
+        yield* addFixture(home, "vault", "elicit", [
+          "--env",
+          `FIXTURE_RECORD=${record}`,
+          // The value the server expects: kept in the secret store (the one place it may be).
+          "--secret-env",
+          `EXPECTED_SECRET=${MARKER}`
         ])
-        const host = yield* Effect.acquireRelease(
-          Effect.promise(() =>
-            startServe(home, { SKALD_LLM_PROVIDER: "openai", SKALD_LLM_BASE_URL: standin.url, SKALD_LLM_MODEL: "m" })
-          ),
-          (s) => Effect.promise(() => stopProcess(s.child))
-        )
+        const standin = yield* ModelStandin.start(vaultScript("Opened."))
+        const host = yield* serve(home, modelEnv(standin.url))
         const cli = (args: ReadonlyArray<string>, input?: string) =>
           Effect.promise(() => runSkald([...args, "--home", home], input === undefined ? {} : { input }))
         // The host records its address once /rpc answers; the turn starts once the vault is connected.
         const address = Path.join(home, "data", "host.json")
-        yield* eventuallyEffect(
-          Effect.sync(() => Fs.existsSync(address)),
-          (ok) => ok,
-          "the host's address",
-          "60 seconds"
-        )
-        const client = yield* RpcHost.connectTo(host.url, undefined)
-        yield* eventuallyEffect(
-          client.Mcp.List(),
-          (all) => all.some((s) => s.name === "vault" && s.state === "connected"),
-          "vault to connect",
-          "60 seconds"
-        )
+        const client = yield* hostClient(home, host.url, "vault")
         const pending = (tag: InboxItem.Kind) =>
           eventuallyEffect(
             client.Inbox.List(),
@@ -171,17 +137,9 @@ describe("skald inbox through the running host", () => {
       Effect.gen(function*() {
         const token = "inbox-token-0123456789abcdef"
         const home = makeHome()
-        const host = yield* Effect.acquireRelease(
-          Effect.promise(() => startServe(home, { SKALD_TOKEN: token })),
-          (s) => Effect.promise(() => stopProcess(s.child))
-        )
+        const host = yield* serve(home, { SKALD_TOKEN: token })
         const address = Path.join(home, "data", "host.json")
-        yield* eventuallyEffect(
-          Effect.sync(() => Fs.existsSync(address)),
-          (ok) => ok,
-          "the host's address",
-          "60 seconds"
-        )
+        yield* eventually(() => Fs.existsSync(address), "the host's address", "60 seconds")
         assert.notInclude(Fs.readFileSync(address, "utf8"), token)
         const without = yield* Effect.promise(() => runSkald(["inbox", "--home", home], { env: { SKALD_TOKEN: "" } }))
         assert.strictEqual(without.status, 2)

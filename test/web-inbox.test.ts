@@ -11,13 +11,12 @@ import { SqliteClient } from "@effect/sql-sqlite-node"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { ChildProcess } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { runSkald, startServe, stopProcess } from "./cli-support.js"
-import { fixture } from "./fixtures/fixtures.js"
+import { stopProcess } from "./cli-support.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { filesUnder, tempHome } from "./host-support.js"
+import { addFixture, modelEnv, serve, vaultScript } from "./serve-support.js"
 import { readRecords, tempFile } from "./support.js"
 import { assertNoProblems, launchBrowser, openPage, screenshot } from "./support/browser.js"
 
@@ -39,42 +38,16 @@ describe("the Inbox page", () => {
       Effect.gen(function*() {
         const home = yield* tempHome
         const record = tempFile("web-elicit")
-        const f = fixture("elicit")
-        const added = yield* Effect.promise(() =>
-          runSkald([
-            "mcp",
-            "add",
-            "vault",
-            "--home",
-            home,
-            "--env",
-            `FIXTURE_RECORD=${record}`,
-            "--env",
-            "EXPECTED_SECRET=${WEB_SECRET}",
-            "--",
-            f.command,
-            ...f.args
-          ])
-        )
-        assert.strictEqual(added.status, 0, added.stderr)
-        const standin = yield* ModelStandin.start([
-          ModelStandin.toolCalls([{ id: "g0", name: "activate_tools", arguments: { groups: ["vault"] } }]),
-          ModelStandin.toolCalls([{ id: "s1", name: "mcp__vault__ask_secret", arguments: {} }]),
-          ModelStandin.text("Opened.")
+        yield* addFixture(home, "vault", "elicit", [
+          "--env",
+          `FIXTURE_RECORD=${record}`,
+          "--env",
+          "EXPECTED_SECRET=${WEB_SECRET}"
         ])
+        const standin = yield* ModelStandin.start(vaultScript("Opened."))
         // The expected value reaches the server as a reference resolved from serve's environment
         // (`${WEB_SECRET}`), so that no registry row holds it.
-        let child: ChildProcess | undefined
-        yield* Effect.addFinalizer(() => child === undefined ? Effect.void : Effect.promise(() => stopProcess(child!)))
-        const served = yield* Effect.promise(() =>
-          startServe(home, {
-            SKALD_LLM_PROVIDER: "openai",
-            SKALD_LLM_BASE_URL: standin.url,
-            SKALD_LLM_MODEL: "m",
-            WEB_SECRET: MARKER
-          })
-        )
-        child = served.child
+        const served = yield* serve(home, { ...modelEnv(standin.url), WEB_SECRET: MARKER })
         const browser = yield* launchBrowser
         const tab = yield* openPage(browser)
         const page = tab.page
@@ -145,8 +118,7 @@ describe("the Inbox page", () => {
         assertNoProblems(tab)
 
         // The host stopped (its files flushed): no table, no file under the home, not its output.
-        yield* Effect.promise(() => stopProcess(child!))
-        child = undefined
+        yield* Effect.promise(() => stopProcess(served.child))
         assert.notInclude(served.stderr(), MARKER)
         const db = Path.join(home, "data", "skald.db")
         const tables = yield* dumpTables.pipe(Effect.provide(SqliteClient.layer({ filename: db })))

@@ -8,7 +8,7 @@ import { type Driver, isHttp, report, runWorkload, serverCommand, startHttpServe
 const connect = async (): Promise<Driver> => {
   const kind = process.argv[2] ?? "raw"
   const http = isHttp(kind) ? await startHttpServer(kind) : undefined
-  const client = await connectSkald(http !== undefined ? { url: http.url } : serverCommand(kind))
+  const client = await connectSkald(http !== undefined ? { url: http.url } : serverCommand(kind, true))
   return {
     call: async (name, args) => {
       const { result } = await client.callTool(name, args)

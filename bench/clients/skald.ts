@@ -59,6 +59,7 @@ const program = <R>(connect: Effect.Effect<McpClient.Service, McpError.McpError,
     const c256 = yield* inFlight(256, config.inFlight256)
     const cpuUsPerCall = (cpuMicros() - cpu0) / config.inFlight256
 
+    for (let i = 0; i < config.bigWarmup; i++) yield* client.callTool("big", {})
     const bigCpu0 = cpuMicros()
     const bigStart = now()
     let bytes = 0
@@ -91,5 +92,7 @@ const measured = isHttp(kind)
       return yield* program(HttpTransport.client({ server: "bench", url: http.url }))
     }))
   )
-  : await Effect.runPromise(Effect.scoped(program(StdioTransport.client({ server: "bench", ...serverCommand(kind) }))))
+  : await Effect.runPromise(
+    Effect.scoped(program(StdioTransport.client({ server: "bench", ...serverCommand(kind, true) })))
+  )
 report(summarize(measured))

@@ -21,7 +21,12 @@ export const config = {
   sequential: sized("BENCH_SEQUENTIAL", 5000, 2000),
   inFlight64: sized("BENCH_C64", 12800, 6400),
   inFlight256: sized("BENCH_C256", 51200, 12800),
-  big: Number(process.env.BENCH_BIG ?? 200),
+  /**
+   * Untimed 100 KB calls before the timed ones (`big`): the phase follows the small-call phases, so
+   * its code paths (a line over several reads, a big parse) are warmed first, the same for every client.
+   */
+  bigWarmup: Number(process.env.BENCH_BIG_WARMUP ?? 100),
+  big: Number(process.env.BENCH_BIG ?? 1000),
   lists: Number(process.env.BENCH_LISTS ?? 5)
 }
 
@@ -58,13 +63,24 @@ const serversDir = new URL("../servers/", import.meta.url).pathname.replace(
  */
 const serverCpu = process.env.BENCH_SERVER_CPU
 
-/** The stdio server of a kind (`raw` or `sdk`). */
-export const serverCommand = (kind: string): { command: string; args: Array<string> } => {
+/**
+ * The stdio server of a kind (`raw` or `sdk`), started the same way for every client: in a session
+ * of its own. Skald's StdioTransport spawns with `detached: true` (setsid: group kill, Ctrl-C
+ * isolation), and with `sched_autogroup_enabled` a new session is a scheduling group of its own,
+ * woken differently on a busy machine; so the clients that spawn plainly (the raw client, the SDK's
+ * StdioClientTransport) start the server through `setsid(1)`, which execs in place (the spawned
+ * child is never a group leader), and `spawnsDetached` (Skald, natively or through its Promise
+ * face) leaves the command as it is.
+ */
+export const serverCommand = (
+  kind: string,
+  spawnsDetached = false
+): { command: string; args: Array<string> } => {
   if (kind !== "raw" && kind !== "sdk") throw new Error(`unknown stdio server kind ${kind}`)
   const node = [process.execPath, `${serversDir}${kind}-server.mjs`]
-  return serverCpu === undefined
-    ? { command: node[0]!, args: node.slice(1) }
-    : { command: "taskset", args: ["-c", serverCpu, ...node] }
+  const pinned = serverCpu === undefined ? node : ["taskset", "-c", serverCpu, ...node]
+  const [command, ...args] = spawnsDetached ? pinned : ["setsid", ...pinned]
+  return { command: command!, args }
 }
 
 /** True for the HTTP server kinds (`raw-http`, `sdk-http`). */
@@ -139,6 +155,7 @@ export const runWorkload = async (connect: () => Promise<Driver>): Promise<Metri
   const c256 = await inFlight(256, config.inFlight256)
   const cpuUsPerCall = (cpuMicros() - cpu0) / config.inFlight256
 
+  for (let i = 0; i < config.bigWarmup; i++) await driver.call("big", {})
   const bigCpu0 = cpuMicros()
   const bigStart = now()
   let bytes = 0

@@ -91,6 +91,16 @@ describe("the database file", () => {
       assert.include(e.message, "Restore it from a backup")
     }))
 
+  it.effect("the host's connection is in WAL mode with synchronous=NORMAL (a commit is not fsync-ed)", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqliteClient.SqliteClient
+      const [journal] = yield* sql<{ journal_mode: string }>`PRAGMA journal_mode`
+      const [sync] = yield* sql<{ synchronous: number }>`PRAGMA synchronous`
+      assert.strictEqual(journal?.journal_mode, "wal")
+      // 1 = NORMAL (SQLite's default is 2, FULL).
+      assert.strictEqual(sync?.synchronous, 1)
+    }).pipe(Effect.provide(servicesLayer(makeHome())), Effect.scoped))
+
   it("a missing file is still created", async () => {
     const home = makeHome()
     const run = await runSkald(["mcp", "list", "--home", home])

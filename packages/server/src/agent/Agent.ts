@@ -332,7 +332,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
       /** Runs one call; every failure is an error result; an interruption records it `cancelled`. */
       const runCall = (
         emit: (event: TurnEvent.TurnEvent) => Effect.Effect<void>,
-        messageId: number,
+        messageId: Effect.Effect<number, AppendError>,
         call: History.CallRow,
         kept: Kept,
         frame: Frame,
@@ -400,7 +400,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
                     truncated: false
                   }
             })
-            yield* store.finishCall(messageId, call.callId, outcome)
+            yield* store.finishCall(yield* messageId, call.callId, outcome)
             if (outcome.status === "cancelled") kept.cancelled.push(call.callId)
             else kept.finished.push(call.callId)
             yield* emit(TurnEvent.ToolDone.make({
@@ -585,13 +585,26 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
                     }))
                   }
                   : row
-                const id = yield* store.append(sessionId, stored)
-                messages.push(assistant)
-                if (interrupted) {
-                  kept.cancelled.push(...stored.calls.map((c) => c.callId))
-                  return yield* streamExit
+                if (interrupted || stored.calls.length === 0) {
+                  const id = yield* store.append(sessionId, stored)
+                  messages.push(assistant)
+                  if (interrupted) {
+                    kept.cancelled.push(...stored.calls.map((c) => c.callId))
+                    return yield* streamExit
+                  }
+                  return { id: Effect.succeed(id), row }
                 }
-                return { id, row }
+                // A message that calls tools is written while its calls run (afterWrites): its id is
+                // awaited before a call's outcome is recorded, and by the stop path (cancelRunning).
+                const inserted = yield* Deferred.make<number, AppendError>()
+                yield* afterWrites.pipe(
+                  Effect.zipRight(store.append(sessionId, stored)),
+                  Effect.intoDeferred(inserted),
+                  Effect.uninterruptible,
+                  Effect.fork
+                )
+                messages.push(assistant)
+                return { id: Deferred.await(inserted), row }
               })
             )
             if (persisted !== undefined && "malformed" in persisted) {
@@ -617,7 +630,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
               // A call interrupted before it began (queued behind the bound, or not yet forked) has
               // recorded nothing: it is cancelled here, so no call stays `running`.
               Effect.onInterrupt(() =>
-                store.cancelRunning(persisted.id, History.CANCELLED_RESULT).pipe(
+                Effect.flatMap(persisted.id, (id) => store.cancelRunning(id, History.CANCELLED_RESULT)).pipe(
                   Effect.map((ids) => {
                     kept.cancelled.push(...ids)
                   }),
@@ -783,6 +796,18 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
       return { run, start, attach, stop, isBusy } as const
     })
 }) {}
+
+/** How writing a message can fail (ChatStore.append). */
+type AppendError = Effect.Effect.Error<ReturnType<ChatStore["append"]>>
+
+/**
+ * Resumes two event-loop turns later: past the check phase in which the MCP transports flush the
+ * writes of this tick (StdioTransport, HttpTransport: `setImmediate`), so synchronous work after it
+ * (SQLite) runs while the request is already on its way, not before it leaves.
+ */
+const afterWrites: Effect.Effect<void> = Effect.async<void>((resume) => {
+  setImmediate(() => setImmediate(() => resume(Effect.void)))
+})
 
 /** The model streamed an error part. */
 export class ModelStreamError extends Schema.TaggedError<ModelStreamError>("@skald/server/ModelStreamError")(

@@ -8,7 +8,7 @@
  * assert empty; screenshots go to `test-artifacts/web/` (gitignored), kept after the run.
  */
 import { assert } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Exit } from "effect"
 import type { Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -55,6 +55,16 @@ export const openPage = (browser: Browser): Effect.Effect<TestPage, never, Scope
       if (failure === "net::ERR_ABORTED") return
       problems.push(`request ${request.method()} ${request.url()}: ${failure}`)
     })
+    // A test that fails leaves what the page showed on stderr: a CI run keeps no screenshot.
+    yield* Effect.addFinalizer((exit) =>
+      Exit.isSuccess(exit) ? Effect.void : Effect.promise(async () => {
+        const text = await page.locator("body").innerText({ timeout: 5_000 }).catch((e) => `(unreadable: ${e})`)
+        console.error(
+          `[browser] the test failed on ${page.url()}\n[browser] problems: ${JSON.stringify(problems)}\n` +
+            `[browser] the page's text:\n${text.slice(0, 4000)}`
+        )
+      })
+    )
     return { page, problems: () => [...problems] }
   })
 

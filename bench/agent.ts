@@ -45,6 +45,8 @@
  *    timed from the stand-in handing the first content delta's bytes to the socket; the added
  *    times are per iteration (b − a, c − b, c − a).
  *
+ * `BENCH_AGENT_PROFILE=<file>` writes a CPU profile of the timed loop turns alone (1.).
+ *
  * Medians and p90 (nearest rank); targets (issue 19): loop ≤ 2 ms per round, ≤ 1 ms added to the
  * first token (medians). The MCP server runs on CPU 1 when the bench pins (bench/machine.ts).
  */
@@ -63,6 +65,7 @@ import * as StreamParts from "@skald/server/agent/llm/StreamParts"
 import * as Approvals from "@skald/server/inbox/Approvals"
 import { Context, Effect, Layer, Schedule, Stream } from "effect"
 import * as Fs from "node:fs"
+import * as Inspector from "node:inspector/promises"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { performance } from "node:perf_hooks"
@@ -461,6 +464,28 @@ const requestCost = (env: Setup, samples: number) =>
     return cpu
   })
 
+/**
+ * `BENCH_AGENT_PROFILE=<file>`: a V8 CPU profile of the timed loop turns alone (not the other
+ * sections), written to `<file>` (`.cpuprofile`, for Chrome's DevTools or a script); the effect
+ * returned stops it. Unset: nothing is profiled.
+ */
+const profileOf = (file: string | undefined): Effect.Effect<Effect.Effect<void>> =>
+  file === undefined || file === ""
+    ? Effect.succeed(Effect.void)
+    : Effect.promise(async () => {
+      const session = new Inspector.Session()
+      session.connect()
+      await session.post("Profiler.enable")
+      await session.post("Profiler.setSamplingInterval", { interval: 100 })
+      await session.post("Profiler.start")
+      return Effect.promise(async () => {
+        const { profile } = await session.post("Profiler.stop")
+        Fs.writeFileSync(file, JSON.stringify(profile))
+        session.disconnect()
+        process.stderr.write(`bench agent: the loop turns' CPU profile is in ${file}\n`)
+      })
+    })
+
 const row = (label: string, xs: ReadonlyArray<number>, digits = 2) =>
   `| ${label} | ${fmt(median(xs), digits)} | ${fmt(p90(xs), digits)} |`
 
@@ -481,6 +506,7 @@ export const runAgentSection = async (s: Settings = settings()): Promise<void> =
           for (const reader of readers) yield* firstToken(env, reader)
         }
         const rounds: Array<Round> = []
+        const profiler = yield* profileOf(process.env.BENCH_AGENT_PROFILE)
         const cpuBefore = process.cpuUsage()
         for (let i = 0; i < s.turns; i++) {
           const turn = yield* loopTurn(env, s)
@@ -488,6 +514,7 @@ export const runAgentSection = async (s: Settings = settings()): Promise<void> =
           process.stderr.write(`  turn ${i + 1}: loop ${turn.map((r) => r.loop.toFixed(2)).join(", ")} ms per round\n`)
         }
         const cpu = process.cpuUsage(cpuBefore)
+        yield* profiler
         const cpuPerRound = (cpu.user + cpu.system) / 1000 / (s.turns * s.rounds)
         const inProcess = {
           decoded: { loop: [] as Array<number>, cpu: [] as Array<number> },

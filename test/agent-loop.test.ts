@@ -591,6 +591,23 @@ describe("agent turn loop", () => {
       assert.strictEqual(last(yield* events(agent.run({ sessionId, message: "again" })))._tag, "TurnDone")
     }))
 
+  it.scopedLive("a model that fails after a round of calls: the turn fails, the finished calls' results are stored", () =>
+    Effect.gen(function*() {
+      // A call's result is written while the next answer streams (docs/agent.md); a next request
+      // that fails before any answer still leaves it stored, `done`, when the turn has ended.
+      const { agent, store } = yield* startAgent([fixtureEntry("echo", "echo")], [
+        Scripted.calls([{ id: "e1", name: "mcp__echo__echo", params: { message: "kept" } }]),
+        Scripted.fail("the model server answered 503")
+      ])
+      const all = yield* events(agent.run({ message: "hi" }))
+      assert.strictEqual(last(all)._tag, "TurnFailed")
+      const sessionId = (all[0] as TurnEvent.TurnStarted).sessionId
+      const rows = yield* store.history(sessionId)
+      assert.deepStrictEqual(rows.map((r) => r.role), ["user", "assistant"])
+      assert.deepStrictEqual(rows[1]!.calls.map((c) => [c.callId, c.status]), [["e1", "done"]])
+      assert.include(rows[1]!.calls[0]!.result ?? "", "kept")
+    }))
+
   it.scopedLive("the agent's prompt comes from its AGENT.md; an unknown agent or session is refused", () =>
     Effect.gen(function*() {
       const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-agents-"))

@@ -336,7 +336,8 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
         call: History.CallRow,
         kept: Kept,
         frame: Frame,
-        round: Catalog.Round
+        round: Catalog.Round,
+        record: (write: Effect.Effect<void, WriteError>) => Effect.Effect<void>
       ) =>
         Effect.uninterruptibleMask((restore) =>
           Effect.gen(function*() {
@@ -400,7 +401,8 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
                     truncated: false
                   }
             })
-            yield* store.finishCall(yield* messageId, call.callId, outcome)
+            // Written after the next model request has left (`rounds`' writes), or before a stop records the rest.
+            yield* record(Effect.flatMap(messageId, (id) => store.finishCall(id, call.callId, outcome)))
             if (outcome.status === "cancelled") kept.cancelled.push(call.callId)
             else kept.finished.push(call.callId)
             yield* emit(TurnEvent.ToolDone.make({
@@ -500,6 +502,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
         frame: Frame
       ): Effect.Effect<TurnEvent.TurnDone, unknown> => {
         const spans = AgentTelemetry.rounds()
+        const writes = makeWrites()
         return Effect.gen(function*() {
           let inputTokens = 0
           let outputTokens = 0
@@ -535,32 +538,43 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             // stop keeps either the partial message (below) or the whole one.
             const persisted = yield* Effect.uninterruptibleMask((restore) =>
               Effect.gen(function*() {
-                const streamExit = yield* restore(spans.under(
-                  StreamParts.runForEach(openParts, request, (part): Effect.Effect<void, ModelStreamError> => {
-                    switch (part.type) {
-                      case "text-delta":
-                        kept.text += part.delta
-                        return emit(TurnEvent.TextDelta.make({ text: part.delta }))
-                      case "tool-call":
-                        if (part.providerExecuted !== true) {
-                          streamed.push({
-                            id: part.id,
-                            name: names.fromProvider(part.name) ?? part.name,
-                            params: part.params
-                          })
-                        }
-                        return Effect.void
-                      case "finish":
-                        inputTokens += part.usage.inputTokens ?? 0
-                        outputTokens += part.usage.outputTokens ?? 0
-                        return Effect.void
-                      case "error":
-                        return Effect.fail(new ModelStreamError({ error: part.error }))
-                      default:
-                        return Effect.void
-                    }
-                  })
-                )).pipe(Effect.exit)
+                // The last round's results are written once this answer has begun (`Writes`): the
+                // request has left, and the rest of the answer is on its way.
+                let begun = false
+                const read = (part: StreamParts.Part): Effect.Effect<void, ModelStreamError> => {
+                  const handled = readPart(part)
+                  if (begun) return handled
+                  begun = true
+                  return Effect.zipRight(handled, writes.start)
+                }
+                const readPart = (part: StreamParts.Part): Effect.Effect<void, ModelStreamError> => {
+                  switch (part.type) {
+                    case "text-delta":
+                      kept.text += part.delta
+                      return emit(TurnEvent.TextDelta.make({ text: part.delta }))
+                    case "tool-call":
+                      if (part.providerExecuted !== true) {
+                        streamed.push({
+                          id: part.id,
+                          name: names.fromProvider(part.name) ?? part.name,
+                          params: part.params
+                        })
+                      }
+                      return Effect.void
+                    case "finish":
+                      inputTokens += part.usage.inputTokens ?? 0
+                      outputTokens += part.usage.outputTokens ?? 0
+                      return Effect.void
+                    case "error":
+                      return Effect.fail(new ModelStreamError({ error: part.error }))
+                    default:
+                      return Effect.void
+                  }
+                }
+                const streamExit = yield* restore(spans.under(StreamParts.runForEach(openParts, request, read)))
+                  .pipe(Effect.exit)
+                // The last round's results are in the rows before anything of this answer is.
+                yield* writes.settle
                 const assistant = History.assistant(kept.text, streamed)
                 if (Exit.isFailure(streamExit) && !Cause.isInterruptedOnly(streamExit.cause)) {
                   const malformed = malformedOf(streamExit.cause)
@@ -622,15 +636,25 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             const results = yield* spans.under(
               // One call runs in this fiber: a bounded `forEach` forks a fiber per call and joins them.
               calls.length === 1
-                ? Effect.map(runCall(emit, persisted.id, calls[0]!, kept, frame, catalog), (result) => [result])
-                : Effect.forEach(calls, (call) => runCall(emit, persisted.id, call, kept, frame, catalog), {
+                ? Effect.map(
+                  runCall(emit, persisted.id, calls[0]!, kept, frame, catalog, writes.record),
+                  (result) => [result]
+                )
+                : Effect.forEach(calls, (call) =>
+                  runCall(emit, persisted.id, call, kept, frame, catalog, writes.record), {
                   concurrency
                 })
             ).pipe(
               // A call interrupted before it began (queued behind the bound, or not yet forked) has
               // recorded nothing: it is cancelled here, so no call stays `running`.
               Effect.onInterrupt(() =>
-                Effect.flatMap(persisted.id, (id) => store.cancelRunning(id, History.CANCELLED_RESULT)).pipe(
+                // The finished calls' results first: `cancelRunning` takes every call still `running`.
+                writes.settle.pipe(
+                  Effect.zipRight(persisted.id),
+                  Effect.flatMap((id) =>
+                    store.cancelRunning(id, History.CANCELLED_RESULT)
+                  )
+                ).pipe(
                   Effect.map((ids) => {
                     kept.cancelled.push(...ids)
                   }),
@@ -640,6 +664,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             )
             messages.push(History.toolResults(results))
           }
+          yield* writes.settle
           return TurnEvent.TurnDone.make({
             text,
             usage: usage(),
@@ -647,7 +672,11 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             note: `The turn ended after ${maxRounds} model rounds (the round limit) while the model was still ` +
               "calling tools; every result so far is kept. Send another message to let it go on."
           })
-        }).pipe(spans.close)
+        }).pipe(
+          // A turn that ends otherwise (stopped, failed) still writes the results it has.
+          Effect.ensuring(writes.settle.pipe(Effect.catchAll((error) => Effect.logError(error.message)))),
+          spans.close
+        )
       }
 
       const turn = (
@@ -799,6 +828,50 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
 
 /** How writing a message can fail (ChatStore.append). */
 type AppendError = Effect.Effect.Error<ReturnType<ChatStore["append"]>>
+
+/** How writing a call's outcome can fail (its message's write, ChatStore.finishCall). */
+type WriteError = AppendError | Effect.Effect.Error<ReturnType<ChatStore["finishCall"]>>
+
+/**
+ * A turn's deferred writes: the calls' outcomes (`record`), written while the next model answer
+ * streams (`start`, at its first part: two event-loop turns later, in a fiber of their own) instead
+ * of between the last call's end and the next request. `settle` waits for them and writes any
+ * not yet started: before the next answer is stored, before a stop records the rest `cancelled`,
+ * and when the turn ends. A failed write fails the turn at `settle`.
+ */
+interface Writes {
+  readonly record: (write: Effect.Effect<void, WriteError>) => Effect.Effect<void>
+  readonly start: Effect.Effect<void>
+  readonly settle: Effect.Effect<void, WriteError>
+}
+
+const makeWrites = (): Writes => {
+  let queued: Array<Effect.Effect<void, WriteError>> = []
+  let writer: Fiber.RuntimeFiber<void, WriteError> | undefined
+  const run = Effect.suspend(() => {
+    const all = queued
+    queued = []
+    return Effect.forEach(all, (write) => write, { discard: true })
+  })
+  return {
+    record: (write) =>
+      Effect.sync(() => {
+        queued.push(write)
+      }),
+    start: Effect.suspend(() =>
+      queued.length === 0 || writer !== undefined
+        ? Effect.void
+        : Effect.map(Effect.fork(Effect.uninterruptible(Effect.zipRight(afterWrites, run))), (fiber) => {
+          writer = fiber
+        })
+    ),
+    settle: Effect.uninterruptible(Effect.suspend(() => {
+      const running = writer
+      writer = undefined
+      return running === undefined ? run : Effect.zipRight(Fiber.join(running), run)
+    }))
+  }
+}
 
 /**
  * Resumes two event-loop turns later: past the check phase in which the MCP transports flush the

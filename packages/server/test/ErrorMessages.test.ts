@@ -56,6 +56,16 @@ const allErrorClasses = (root: object): Array<readonly [string, Function]> => {
 /** What only the command line may say: its commands, its flags, the variables its settings read. */
 const cliWords = /\bskald (mcp|secret|serve|tools|call|events|config)\b|(^|\s|`)--[a-z]|SKALD_[A-Z_]+/
 
+/** Every string in a field's value, at any depth (arrays, structs). */
+const stringsIn = (value: unknown): ReadonlyArray<string> =>
+  typeof value === "string"
+    ? [value]
+    : Array.isArray(value)
+    ? value.flatMap(stringsIn)
+    : typeof value === "object" && value !== null
+    ? Object.values(value).flatMap(stringsIn)
+    : []
+
 describe("error messages", () => {
   it("the exports hold the error types (the enumeration finds them)", () => {
     // A floor, not the list: a new type raises the count and is covered by the property below.
@@ -87,8 +97,8 @@ describe("error messages", () => {
       assert.isString(message)
       assert.isAbove(message.trim().length, 0, `${name} gave an empty message`)
       // More than the values: the fixed words of the message, at least three of them.
-      // (Strings in array fields count too: a list of offered tools, of URLs…)
-      const fields = Object.values(error).flat().filter((v): v is string => typeof v === "string")
+      // (Strings at any depth count too: a list of offered tools, the URLs and their messages…)
+      const fields = Object.values(error).flatMap(stringsIn)
       // Words of the message that its field values do not account for (counted as words, so a value
       // "C" does not eat the C of "MCP").
       const words = (text: string) => text.split(/[^A-Za-z]+/).filter((w) => w.length > 1)

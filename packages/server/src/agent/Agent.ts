@@ -401,7 +401,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
                     truncated: false
                   }
             })
-            // Written after the next model request has left (`rounds`' writes), or before a stop records the rest.
+            // Written while the next answer streams (`Writes`), or before a stop records the rest.
             yield* record(Effect.flatMap(messageId, (id) => store.finishCall(id, call.callId, outcome)))
             if (outcome.status === "cancelled") kept.cancelled.push(call.callId)
             else kept.finished.push(call.callId)
@@ -653,8 +653,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
                   Effect.zipRight(persisted.id),
                   Effect.flatMap((id) =>
                     store.cancelRunning(id, History.CANCELLED_RESULT)
-                  )
-                ).pipe(
+                  ),
                   Effect.map((ids) => {
                     kept.cancelled.push(...ids)
                   }),

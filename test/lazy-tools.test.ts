@@ -18,6 +18,7 @@ import { Cause, Context, Effect, Exit, Fiber, Layer } from "effect"
 import * as Fs from "node:fs"
 import { fixture } from "./fixtures/fixtures.js"
 import { fixtureEntry, startManager, tempHome, waitForState } from "./host-support.js"
+import { eventuallyEffect } from "./support.js"
 
 const summary = (name: string, enabled = true, description?: string) =>
   McpServerEntry.ServerSummary.make({
@@ -151,6 +152,35 @@ describe("the round's tools against a real manager", () => {
       )
       assert.deepStrictEqual(names(bounded).builtins, ["activate_tools"])
       assert.notInclude(names(bounded).mcp, "mcp__alpha__echo")
+    }))
+
+  it.scopedLive("a turn's kept round: the same object while nothing changed; made anew when a server goes, or after forget", () =>
+    Effect.gen(function*() {
+      const { manager, provide, root } = yield* setup
+      const kept = Catalog.kept()
+      const ask = (input: Partial<Catalog.RoundInput> = {}) =>
+        provide(Catalog.round({ scope: root, dispatch: true, always: "all", kept, ...input }))
+      const first = yield* ask()
+      assert.includeMembers(names(first).mcp, ["mcp__alpha__echo", "mcp__beta__echo"])
+      assert.strictEqual(yield* ask(), first)
+      // Asked for something else (no dispatch_agent): another round.
+      const bounded = yield* ask({ dispatch: false })
+      assert.notStrictEqual(bounded, first)
+      assert.notInclude(names(bounded).builtins, "dispatch_agent")
+      const version = yield* manager.version
+      // A server disconnected: the manager's version moved, and its tools are gone from the next round.
+      yield* manager.setEnabled(ServerName.make("beta"), false)
+      yield* eventuallyEffect(manager.toolsFor(["beta"]), (tools) => tools.length === 0, "beta's tools to be gone")
+      assert.notStrictEqual(yield* manager.version, version)
+      const without = yield* ask({ dispatch: false })
+      assert.notInclude(names(without).mcp, "mcp__beta__echo")
+      assert.include(names(without).mcp, "mcp__alpha__echo")
+      assert.strictEqual(yield* ask({ dispatch: false }), without)
+      // A built-in tool ran (Catalog.forget): read again, though nothing changed.
+      Catalog.forget(kept)
+      const reread = yield* ask({ dispatch: false })
+      assert.notStrictEqual(reread, without)
+      assert.deepStrictEqual(names(reread), names(without))
     }))
 
   it.scopedLive("the config group: hidden until activated; register, list, toggle, delete live; secrets never echoed", () =>

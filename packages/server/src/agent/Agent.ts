@@ -284,7 +284,11 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
        */
       // The server list and the grants, kept per frame (a turn, a sub-agent) until a built-in runs (Catalog.Kept).
       const listed = new WeakMap<Frame, Catalog.Kept>()
-      const toolkitOf = (frame: Frame) =>
+      // What a round's tools and system prompt are made into, kept while the round is the same
+      // object (Catalog.round gives the last one again while nothing it is made of changed).
+      const toolkits = new WeakMap<Catalog.Round, Toolkit>()
+      const systems = new WeakMap<Catalog.Round, { readonly text: string; readonly message: Prompt.SystemMessage }>()
+      const toolkitOf = (frame: Frame): Effect.Effect<Toolkit> =>
         Effect.map(
           Catalog.round({
             scope: frame.scope,
@@ -297,6 +301,8 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             Effect.orDie
           ),
           (round) => {
+            const known = toolkits.get(round)
+            if (known !== undefined) return known
             // Lazy loading (docs/agent.md): the base tools, the granted servers' and `config`'s, asked every round.
             const tools = [
               ...[...round.builtins.values()].map((d) => ({
@@ -325,9 +331,22 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
               return tool
             })
             // The tool set decides the provider names (ToolNames.make is a function of it).
-            return { tools: offered, names, namesKey: mcpNames.join("\u0000"), mcpNames, round }
+            const made: Toolkit = { tools: offered, names, namesKey: mcpNames.join("\u0000"), mcpNames, round }
+            toolkits.set(round, made)
+            return made
           }
         )
+
+      /** The round's system prompt (`<!-- MCP_LIST -->` rendered for its grants, docs/agent.md) as a message. */
+      const systemOf = (systemText: string, round: Catalog.Round): Effect.Effect<Prompt.SystemMessage> => {
+        const known = systems.get(round)
+        if (known !== undefined && known.text === systemText) return Effect.succeed(known.message)
+        return Effect.map(Catalog.systemPrompt(systemText, round).pipe(Effect.provide(services)), (content) => {
+          const message = History.system(content)
+          systems.set(round, { text: systemText, message })
+          return message
+        })
+      }
 
       /** Runs one call; every failure is an error result; an interruption records it `cancelled`. */
       const runCall = (
@@ -524,10 +543,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             for (let i = sent.length; i < messages.length; i++) {
               sent.push(History.withToolNames(messages[i]!, names.toProvider))
             }
-            // `<!-- MCP_LIST -->`, rendered for this round's grants (docs/agent.md).
-            const system = History.system(
-              yield* Catalog.systemPrompt(systemText, catalog).pipe(Effect.provide(services))
-            )
+            const system = yield* systemOf(systemText, catalog)
             kept.text = ""
             kept.finished = []
             kept.cancelled = []
@@ -824,6 +840,16 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
       return { run, start, attach, stop, isBusy } as const
     })
 }) {}
+
+/** A round's tools as the provider is given them, and the names between the two sides (ToolNames.ts). */
+interface Toolkit {
+  readonly tools: ReadonlyArray<JsonSchemaTool.JsonSchemaTool>
+  readonly names: ToolNames.ToolNameMap
+  /** The MCP-side names joined: the tool set, which decides the provider names. */
+  readonly namesKey: string
+  readonly mcpNames: ReadonlyArray<string>
+  readonly round: Catalog.Round
+}
 
 /** How writing a message can fail (ChatStore.append). */
 type AppendError = Effect.Effect.Error<ReturnType<ChatStore["append"]>>

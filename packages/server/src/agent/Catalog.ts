@@ -62,6 +62,12 @@ export interface RoundInput {
  */
 export interface Kept {
   listed?: { readonly servers: ReadonlyArray<McpServerEntry.ServerSummary>; readonly granted: ReadonlyArray<string> }
+  /**
+   * The last round made from `listed`, with the manager's `version` it was made at and what it
+   * was asked for: the next round is the same object while none of them changed (the loop keeps
+   * what it derives from a round — the provider's tools, the system prompt — by its identity).
+   */
+  last?: { readonly version: number; readonly input: RoundInput; readonly round: Round }
 }
 
 /** An empty `Kept`, for one turn (one frame). */
@@ -70,6 +76,7 @@ export const kept = (): Kept => ({})
 /** Drops what `kept` holds: the next round reads the server list and the grants again. */
 export const forget = (kept: Kept): void => {
   delete kept.listed
+  delete kept.last
 }
 
 /** The built-in tool names (never an `mcp__…` name). */
@@ -81,8 +88,31 @@ export const BUILTIN_NAMES: ReadonlySet<string> = new Set([
   ...ConfigTools.NAMES
 ])
 
-/** The tools of one round. */
-export const round = Effect.fn("Catalog.round")(function*(input: RoundInput) {
+/** Whether two rounds are asked for the same things (the scope is the turn's, as `kept` is). */
+const sameInput = (a: RoundInput, b: RoundInput): boolean =>
+  a.dispatch === b.dispatch && a.notify === b.notify && a.visible === b.visible && a.always === b.always
+
+/**
+ * The tools of one round: the last round's `Round` again (the same object) while the kept server
+ * list and grants, the manager's connected servers and the input are what they were.
+ */
+export const round = (input: RoundInput) =>
+  Effect.flatMap(McpManager, (manager) =>
+    Effect.flatMap(manager.version, (version) => {
+      const kept = input.kept
+      const last = kept?.last
+      if (
+        kept?.listed !== undefined && last !== undefined && last.version === version && sameInput(last.input, input)
+      ) {
+        return Effect.succeed(last.round)
+      }
+      return Effect.map(fresh(input), (made) => {
+        if (kept !== undefined) kept.last = { version, input, round: made }
+        return made
+      })
+    }))
+
+const fresh = Effect.fn("Catalog.round")(function*(input: RoundInput) {
   const manager = yield* McpManager
   const grants = yield* Grants
   const visible = input.visible ?? (() => true)

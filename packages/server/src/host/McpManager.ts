@@ -138,6 +138,11 @@ export interface Service {
   ) => Effect.Effect<void, UnknownServer | DatabaseError | CorruptRow>
   /** Every registered server with its status. */
   readonly list: Effect.Effect<ReadonlyArray<McpServerEntry.ServerSummary>, DatabaseError | CorruptRow>
+  /**
+   * A number that changes whenever the connected servers do (one connects or goes, its tool list
+   * changes): what `tools`, `toolsFor`, `instructions` and `declaring` answer is the same while it is.
+   */
+  readonly version: Effect.Effect<number>
   /** The tools of every connected server. */
   readonly tools: Effect.Effect<ReadonlyArray<QualifiedTool>>
   /** One connected server's tool list, decoded and exactly as it sent it; none when it is not connected. */
@@ -365,11 +370,14 @@ const make = (
         Effect.catchAll((error) => Effect.logWarning(`could not record the status of '${name}': ${error.message}`))
       )
 
+    /** Counts the changes of `connections` (the service's `version`). */
+    let version = 0
     const setConnection = (name: string, running: Running | undefined) =>
       Ref.update(connections, (map) => {
         const next = new Map(map)
         if (running === undefined) next.delete(name)
         else next.set(name, running)
+        version++
         return next
       })
 
@@ -636,6 +644,7 @@ const make = (
         Effect.provideService(McpServerRepo, repo),
         Effect.provideService(StatusRepo, statuses)
       ),
+      version: Effect.sync(() => version),
       tools: Effect.map(connected, (all) => all.flatMap(qualify)),
       toolList: (name) =>
         Effect.flatMap(Ref.get(connections), (map) => {

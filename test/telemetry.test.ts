@@ -284,6 +284,11 @@ describe("telemetry", () => {
           "gen_ai.tool.call.id": "call_1",
           "skald.tool.status": "done"
         })
+        // The approval gate's span, under the tool's (made only under an installed tracer, as here).
+        const gate = spans.find((s) => s.name === "Approvals.check" && s.parentSpanId === execute.spanId)
+        assert.isDefined(gate, `no Approvals.check span under execute_tool among ${spans.map((s) => s.name).join(", ")}`)
+        assert.deepInclude(gate!.attributes, { "approval.tool": "mcp__echo__echo" })
+        assert.include(["allow", "ask"], gate!.attributes["approval.decision"])
         const mcp = named(spans, "tools/call echo")
         // Nested under it (through the manager's McpManager.call span).
         assert.include(ancestorsOf(spans, mcp), execute.spanId)

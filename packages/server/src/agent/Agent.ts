@@ -360,7 +360,10 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
       ) =>
         Effect.uninterruptibleMask((restore) =>
           Effect.gen(function*() {
-            yield* emit(TurnEvent.ToolStarted.make({ callId: call.callId, name: call.name, arguments: call.arguments }))
+            // The loop's events are made of values it built (typed): not validated again, on every call's path.
+            yield* emit(
+              TurnEvent.ToolStarted.make({ callId: call.callId, name: call.name, arguments: call.arguments }, true)
+            )
             // The approval gate (inbox/Approvals.ts): waiting for a person is interruptible (a stop
             // withdraws the item); a refused call does not run and is recorded `denied`. The tool's span
             // (agent/Telemetry.ts) covers the wait and the run.
@@ -432,7 +435,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
               resultType: outcome.resultType,
               mediaUrls: History.mediaUrls(outcome.result),
               truncated: outcome.truncated
-            }))
+            }, true))
             return { ...call, status: outcome.status, result: outcome.result, resultType: outcome.resultType }
           })
         )
@@ -567,7 +570,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
                   switch (part.type) {
                     case "text-delta":
                       kept.text += part.delta
-                      return emit(TurnEvent.TextDelta.make({ text: part.delta }))
+                      return emit(TurnEvent.TextDelta.make({ text: part.delta }, true))
                     case "tool-call":
                       if (part.providerExecuted !== true) {
                         streamed.push({

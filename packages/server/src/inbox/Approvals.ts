@@ -15,10 +15,12 @@
  * @since 0.1.0
  */
 import { InboxItem } from "@skald/domain"
+import * as Span from "@skald/mcp/internal/span"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import type { CorruptRow, DatabaseError } from "../host/HostError.js"
 import { ApprovalRules, type Decision, type Verdict } from "./ApprovalRules.js"
 import { Inbox } from "./Inbox.js"
 
@@ -86,37 +88,61 @@ export class Approvals extends Effect.Service<Approvals>()("@skald/server/Approv
       const allowed = (verdict: Verdict): Gate => ({ _tag: "Allowed", verdict })
       const denied = (verdict: Verdict, by: DeniedBy): Gate => ({ _tag: "Denied", verdict, by })
 
-      /** Whether `call` may run: the rules, then (for `ask`) the mode or the person. */
-      const check = Effect.fn("Approvals.check")(function*(call: Call) {
-        const annotations = call.annotations ?? {}
-        const verdict = yield* rules.verdict({
-          name: call.name,
-          annotations: { readOnlyHint: annotations.readOnlyHint === true }
+      /** An `ask` verdict put to the person (the inbox), who allows or refuses the call. */
+      const askPerson = (call: Call, verdict: Verdict) =>
+        Effect.gen(function*() {
+          const answer = yield* inbox.ask({
+            _tag: "Approval",
+            origin: call.origin,
+            tool: call.name,
+            arguments: call.arguments,
+            annotations: call.annotations ?? {},
+            reason: verdict.reason
+          }, { deadline })
+          if (answer._tag !== "Approve") return denied(verdict, "person")
+          // "Always allow this tool": an exact rule, so it outranks every glob (ApprovalRules.ts).
+          if (answer.always) {
+            yield* rules.set(call.name, "allow").pipe(
+              Effect.catchTag(
+                "InvalidApprovalPattern",
+                (error) =>
+                  Effect.logWarning(`this call was approved, but no rule can be stored for it: ${error.message}`)
+              )
+            )
+          }
+          return allowed(verdict)
         })
-        yield* Effect.annotateCurrentSpan({ "approval.tool": call.name, "approval.decision": verdict.decision })
-        const decided: Decision = verdict.decision
-        if (decided === "allow") return allowed(verdict)
-        if (decided === "deny") return denied(verdict, "rule")
+
+      /** The rules' verdict, then (for `ask`) the mode or the person. */
+      const decided = (call: Call, verdict: Verdict): Gate | Effect.Effect<Gate, DatabaseError | CorruptRow> => {
+        const decision: Decision = verdict.decision
+        if (decision === "allow") return allowed(verdict)
+        if (decision === "deny") return denied(verdict, "rule")
         if (mode === "allow") return allowed(verdict)
         if (mode === "deny") return denied(verdict, "mode")
-        const answer = yield* inbox.ask({
-          _tag: "Approval",
-          origin: call.origin,
-          tool: call.name,
-          arguments: call.arguments,
-          annotations,
-          reason: verdict.reason
-        }, { deadline })
-        if (answer._tag !== "Approve") return denied(verdict, "person")
-        // "Always allow this tool": an exact rule, so it outranks every glob (ApprovalRules.ts).
-        if (answer.always) {
-          yield* rules.set(call.name, "allow").pipe(
-            Effect.catchTag("InvalidApprovalPattern", (error) =>
-              Effect.logWarning(`this call was approved, but no rule can be stored for it: ${error.message}`))
+        return askPerson(call, verdict)
+      }
+
+      /**
+       * Whether `call` may run. It is on every call's path, so its `Approvals.check` span (with the
+       * tool and the decision) is made only under an installed tracer (as the MCP client's are).
+       */
+      const check = (call: Call): Effect.Effect<Gate, DatabaseError | CorruptRow> =>
+        Effect.withFiberRuntime((fiber) => {
+          const gate = Effect.flatMap(
+            rules.verdict({ name: call.name, annotations: { readOnlyHint: call.annotations?.readOnlyHint === true } }),
+            (verdict) => {
+              const outcome = decided(call, verdict)
+              return Effect.isEffect(outcome) ? outcome : Effect.succeed(outcome)
+            }
           )
-        }
-        return allowed(verdict)
-      })
+          if (!Span.isTraced(fiber)) return gate
+          return Effect.tap(
+            gate,
+            (outcome) =>
+              Effect.annotateCurrentSpan({ "approval.tool": call.name, "approval.decision": outcome.verdict.decision })
+          ).pipe(Effect.withSpan("Approvals.check", { captureStackTrace: false }))
+        })
 
       return { check, mode } as const
     })

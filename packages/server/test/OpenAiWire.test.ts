@@ -1,7 +1,10 @@
+import type * as LanguageModel from "@effect/ai/LanguageModel"
 import * as Prompt from "@effect/ai/Prompt"
 import { assert, describe, it } from "@effect/vitest"
 import * as FastCheck from "effect/FastCheck"
+import type * as GenerationConfig from "../src/agent/llm/GenerationConfig.js"
 import * as Wire from "../src/agent/llm/internal/openAiWire.js"
+import * as JsonSchemaTool from "../src/agent/llm/JsonSchemaTool.js"
 
 describe("openAiWire", () => {
   describe("retryAfterMillis", () => {
@@ -112,6 +115,82 @@ describe("openAiWire", () => {
       { role: "tool", tool_call_id: "c2", content: "{\"n\":1}" },
       { role: "assistant", content: "A cat." }
     ])
+  })
+
+  describe("requestJson", () => {
+    const text = FastCheck.string({ maxLength: 12 })
+    const message: FastCheck.Arbitrary<Prompt.Message> = FastCheck.oneof(
+      text.map((t) => Prompt.makeMessage("system", { content: t })),
+      text.map((t) => Prompt.makeMessage("user", { content: [Prompt.makePart("text", { text: t })] })),
+      FastCheck.tuple(text, FastCheck.array(FastCheck.tuple(text, FastCheck.dictionary(text, text)), { maxLength: 3 }))
+        .map(([t, calls]) =>
+          Prompt.makeMessage("assistant", {
+            content: [
+              Prompt.makePart("text", { text: t }),
+              ...calls.map(([id, params]) =>
+                Prompt.makePart("tool-call", { id, name: "look", params, providerExecuted: false })
+              )
+            ]
+          })
+        ),
+      FastCheck.array(FastCheck.tuple(text, FastCheck.oneof(text, FastCheck.dictionary(text, text))), { maxLength: 3 })
+        .map((results) =>
+          Prompt.makeMessage("tool", {
+            content: results.map(([id, result]) =>
+              Prompt.makePart("tool-result", { id, name: "look", result, isFailure: false, providerExecuted: false })
+            )
+          })
+        )
+    )
+    const toolList = [
+      JsonSchemaTool.fromJsonSchema("look", "Looks at it", { type: "object", properties: { at: { type: "string" } } }),
+      JsonSchemaTool.fromJsonSchema("say", undefined, { type: "object" })
+    ]
+    const optionsOf = (
+      messages: ReadonlyArray<Prompt.Message>,
+      tools: ReadonlyArray<JsonSchemaTool.JsonSchemaTool>,
+      toolChoice: LanguageModel.ProviderOptions["toolChoice"]
+    ) =>
+      ({
+        prompt: Prompt.fromMessages(messages),
+        tools,
+        toolChoice,
+        responseFormat: { type: "text" }
+      }) as unknown as LanguageModel.ProviderOptions
+    const expected = (options: LanguageModel.ProviderOptions, config: GenerationConfig.Config) =>
+      JSON.parse(
+        JSON.stringify(Wire.requestBody("m", options, Wire.messages(options.prompt) as any, undefined, config))
+      )
+
+    it.prop(
+      "is requestBody's JSON, also when its messages and tools were encoded before (an appended history)",
+      [
+        FastCheck.array(message, { maxLength: 6 }),
+        FastCheck.array(message, { maxLength: 3 }),
+        FastCheck.boolean(),
+        FastCheck.constantFrom<LanguageModel.ProviderOptions["toolChoice"]>("auto", "required", { tool: "look" }),
+        FastCheck.record(
+          { maxTokens: FastCheck.nat(), temperature: FastCheck.double({ noNaN: true, min: 0, max: 2 }) },
+          {
+            requiredKeys: []
+          }
+        )
+      ],
+      ([history, appended, withTools, toolChoice, config]) => {
+        const tools = withTools ? toolList : []
+        const first = optionsOf(history, tools, toolChoice)
+        assert.deepStrictEqual(
+          JSON.parse(Wire.requestJson("m", first, undefined, config) as string),
+          expected(first, config)
+        )
+        // The same message values and tool list again, with more messages: what was kept is reused.
+        const next = optionsOf([...history, ...appended], tools, toolChoice)
+        assert.deepStrictEqual(
+          JSON.parse(Wire.requestJson("m", next, undefined, config) as string),
+          expected(next, config)
+        )
+      }
+    )
   })
 
   it("toolChoice: auto is left out, the rest maps to OpenAI's forms", () => {

@@ -39,6 +39,7 @@ import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
 import * as Span from "@skald/mcp/internal/span"
 import * as Arr from "effect/Array"
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -275,29 +276,31 @@ export const make = (
     const fatal = (error: AiError.AiError) =>
       new AttemptFailed({ retryable: false, retryAfterMillis: undefined, error: () => error })
 
-    const prepare = (method: string, providerOptions: LanguageModel.ProviderOptions) => {
-      const messages = Wire.messages(providerOptions.prompt)
-      if (messages instanceof Wire.UnsupportedPart) {
-        return Effect.fail(new AiError.MalformedInput({ module, method, description: messages.description }))
-      }
-      const format = providerOptions.responseFormat
-      providerOptions.span.attribute("gen_ai.request.model", options.model)
-      return Effect.try({
-        try: () => format.type === "json" ? JSONSchema.make(format.schema) : undefined,
-        catch: (cause) =>
-          new AiError.MalformedInput({
-            module,
-            method,
-            description: `The schema of the structured output has no JSON Schema form: ${causeMessage(cause)}`
-          })
-      }).pipe(
-        Effect.zip(GenerationConfig),
-        // Encoded once, as a string: undici writes it as it is (no `Uint8Array` copy, no body stream).
-        Effect.map(([schema, config]) =>
-          JSON.stringify(Wire.requestBody(options.model, providerOptions, messages, schema, config))
-        )
-      )
-    }
+    /** The request's body, as JSON text (undici writes it as it is: no `Uint8Array` copy, no body stream). */
+    const prepare = (method: string, providerOptions: LanguageModel.ProviderOptions) =>
+      Effect.withFiberRuntime<string, AiError.AiError>((fiber) => {
+        const config = Context.get(fiber.currentContext, GenerationConfig)
+        const format = providerOptions.responseFormat
+        providerOptions.span.attribute("gen_ai.request.model", options.model)
+        let schema: unknown = undefined
+        if (format.type === "json") {
+          try {
+            schema = JSONSchema.make(format.schema)
+          } catch (cause) {
+            return Effect.fail(
+              new AiError.MalformedInput({
+                module,
+                method,
+                description: `The schema of the structured output has no JSON Schema form: ${causeMessage(cause)}`
+              })
+            )
+          }
+        }
+        const body = Wire.requestJson(options.model, providerOptions, schema, config)
+        return body instanceof Wire.UnsupportedPart
+          ? Effect.fail(new AiError.MalformedInput({ module, method, description: body.description }))
+          : Effect.succeed(body)
+      })
 
     const streamFailure = (method: string, failure: Wire.StreamFailure): AiError.AiError =>
       failure._tag === "ProviderError"

@@ -142,23 +142,12 @@ const wireOf = (message: Prompt.Message): ReadonlyArray<WireMessage> | Unsupport
   }
 }
 
-/**
- * Each message's wire form, kept while the message lives: the turn loop sends the same message
- * values every round (its history is appended to), so a round converts only its new messages.
- */
-const wireCache = new WeakMap<Prompt.Message, ReadonlyArray<WireMessage>>()
-
 /** The chat-completions `messages` of a prompt. */
 export const messages = (prompt: Prompt.Prompt): Array<WireMessage> | UnsupportedPart => {
   const out: Array<WireMessage> = []
   for (const message of prompt.content) {
-    let wire = wireCache.get(message)
-    if (wire === undefined) {
-      const made = wireOf(message)
-      if (made instanceof UnsupportedPart) return made
-      wire = made
-      wireCache.set(message, wire)
-    }
+    const wire = wireOf(message)
+    if (wire instanceof UnsupportedPart) return wire
     for (const m of wire) out.push(m)
   }
   return out
@@ -194,6 +183,21 @@ export const requestBody = (
   const body: Record<string, unknown> = {
     model,
     messages: wireMessages,
+    ...bodyHead(model, options, responseFormatSchema, config)
+  }
+  if (options.tools.length > 0) body.tools = tools(options.tools)
+  return body
+}
+
+/** The body but its `messages` and `tools`. */
+const bodyHead = (
+  model: string,
+  options: LanguageModel.ProviderOptions,
+  responseFormatSchema: unknown,
+  config: GenerationConfig.Config
+): Record<string, unknown> => {
+  const body: Record<string, unknown> = {
+    model,
     stream: true,
     stream_options: { include_usage: true }
   }
@@ -201,7 +205,6 @@ export const requestBody = (
   if (config.temperature !== undefined) body.temperature = config.temperature
   if (config.stopSequences !== undefined && config.stopSequences.length > 0) body.stop = config.stopSequences
   if (options.tools.length > 0) {
-    body.tools = tools(options.tools)
     const choice = toolChoice(options.toolChoice)
     if (choice !== undefined) body.tool_choice = choice
   }
@@ -212,6 +215,47 @@ export const requestBody = (
     }
   }
   return body
+}
+
+/** Each message's wire messages as JSON, comma-joined, kept while the message lives. */
+const messageJsonCache = new WeakMap<Prompt.Message, string>()
+/** A tool list's `tools` as JSON, kept while the list lives (the loop offers one list while its tools stay). */
+const toolsJsonCache = new WeakMap<ReadonlyArray<Tool.Any>, string>()
+
+/**
+ * The body as JSON text: what `JSON.stringify(requestBody(…))` gives, but for the order of its
+ * keys. The turn loop sends the same message values every round (its history is appended to)
+ * and the same tool list while its tools stay, so each message and each tool list is made into
+ * JSON once: a round encodes only its new messages, however long the history (a long session's
+ * tool results are up to the result cap each).
+ */
+export const requestJson = (
+  model: string,
+  options: LanguageModel.ProviderOptions,
+  responseFormatSchema: unknown,
+  config: GenerationConfig.Config = {}
+): string | UnsupportedPart => {
+  const parts: Array<string> = []
+  for (const message of options.prompt.content) {
+    let json = messageJsonCache.get(message)
+    if (json === undefined) {
+      const wire = wireOf(message)
+      if (wire instanceof UnsupportedPart) return wire
+      json = wire.map((m) => JSON.stringify(m)).join(",")
+      messageJsonCache.set(message, json)
+    }
+    if (json !== "") parts.push(json)
+  }
+  // The head is an object with keys (`{"model":…}`): the messages go before its first key, the tools after its last.
+  const head = JSON.stringify(bodyHead(model, options, responseFormatSchema, config))
+  const front = `{"messages":[${parts.join(",")}],${head.slice(1)}`
+  if (options.tools.length === 0) return front
+  let toolsJson = toolsJsonCache.get(options.tools)
+  if (toolsJson === undefined) {
+    toolsJson = JSON.stringify(tools(options.tools))
+    toolsJsonCache.set(options.tools, toolsJson)
+  }
+  return `${front.slice(0, -1)},"tools":${toolsJson}}`
 }
 
 // -----------------------------------------------------------------------------

@@ -286,7 +286,10 @@ describe("telemetry", () => {
         })
         // The approval gate's span, under the tool's (made only under an installed tracer, as here).
         const gate = spans.find((s) => s.name === "Approvals.check" && s.parentSpanId === execute.spanId)
-        assert.isDefined(gate, `no Approvals.check span under execute_tool among ${spans.map((s) => s.name).join(", ")}`)
+        assert.isDefined(
+          gate,
+          `no Approvals.check span under execute_tool among ${spans.map((s) => s.name).join(", ")}`
+        )
         assert.deepInclude(gate!.attributes, { "approval.tool": "mcp__echo__echo" })
         assert.include(["allow", "ask"], gate!.attributes["approval.decision"])
         const mcp = named(spans, "tools/call echo")

@@ -11,6 +11,7 @@ import type * as Scope from "effect/Scope"
 import * as Http from "node:http"
 import * as Https from "node:https"
 import * as Url from "node:url"
+import * as Finalizer from "./finalizer.js"
 
 export type Headers = Readonly<Record<string, string>>
 export type Response = Http.IncomingMessage
@@ -203,7 +204,7 @@ export const exchange = (
   headers: Headers,
   body?: string
 ): Effect.Effect<Response, Error, Scope.Scope> =>
-  to instanceof Error ? Effect.fail(to) : Effect.acquireRelease(
+  to instanceof Error ? Effect.fail(to) : Finalizer.acquireRelease(
     Effect.interruptible(Effect.async<Response, Error>((resume) => {
       const exchange = start(
         pool,

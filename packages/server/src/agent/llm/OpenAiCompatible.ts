@@ -36,6 +36,7 @@ import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import type * as Undici from "@effect/platform-node/Undici"
 import * as Headers from "@effect/platform/Headers"
 import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
+import * as Finalizer from "@skald/mcp/internal/finalizer"
 import * as Span from "@skald/mcp/internal/span"
 import * as Arr from "effect/Array"
 import * as Clock from "effect/Clock"
@@ -340,7 +341,9 @@ export const make = (
     const attemptWith = (method: string, request: string, controller: AbortController) =>
       Effect.gen(function*() {
         let handedOff = false
-        yield* Effect.addFinalizer(() => handedOff ? Effect.void : Effect.sync(() => controller.abort()))
+        yield* Finalizer.add(Effect.sync(() => {
+          if (!handedOff) controller.abort()
+        }))
         const response = yield* sendOnce(method, request, controller)
         const state = new Wire.StreamAccumulator()
         let emitted = false

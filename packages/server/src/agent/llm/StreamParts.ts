@@ -136,9 +136,14 @@ export const withPulls = (
               return Effect.succeed(parts)
             })
         )
-      // Under an installed tracer: the conventions' `chat <model>` client span, its usage and the
-      // model metrics (agent/Telemetry.ts); the built-in tracer's span otherwise, as before.
-      if (info === undefined || !Span.isTraced(fiber)) {
+      // Under the built-in tracer (which exports nothing) the provider is given a span that nothing
+      // ends: no finalizer in the request's scope. Under an installed one: the conventions' `chat
+      // <model>` client span, its usage and the model metrics (agent/Telemetry.ts), or without
+      // `info` a plain span for the request.
+      if (!Span.isTraced(fiber)) {
+        return Effect.flatMap(Effect.makeSpan("LanguageModel.streamParts", { captureStackTrace: false }), opened)
+      }
+      if (info === undefined) {
         return Effect.flatMap(
           Effect.makeSpanScoped("LanguageModel.streamParts", { captureStackTrace: false }),
           (span) => opened(span)

@@ -33,6 +33,7 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
@@ -524,177 +525,171 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
         frame: Frame
       ): Effect.Effect<TurnEvent.TurnDone, unknown> => {
         const spans = AgentTelemetry.rounds()
-        const writes = makeWrites()
-        return Effect.gen(function*() {
-          let inputTokens = 0
-          let outputTokens = 0
-          const usage = () => TurnEvent.Usage.make({ inputTokens, outputTokens })
-          let text = ""
-          let retriesLeft = malformedRetries
-          let note: string | undefined = undefined
-          // `messages` under the provider's tool names, renamed once: appended to while the tool set
-          // (hence the names) stays the same, renamed anew when it changes.
-          let sent: Array<Prompt.Message> = []
-          let sentKey: string | undefined = undefined
-          for (let round = 1; round <= maxRounds; round++) {
-            yield* spans.next(round)
-            const { mcpNames, names, namesKey, round: catalog, tools } = yield* toolkitOf(frame)
-            if (namesKey !== sentKey) {
-              sent = []
-              sentKey = namesKey
-            }
-            for (let i = sent.length; i < messages.length; i++) {
-              sent.push(History.withToolNames(messages[i]!, names.toProvider))
-            }
-            const system = yield* systemOf(systemText, catalog)
-            kept.text = ""
-            kept.finished = []
-            kept.cancelled = []
-            const streamed: Array<History.ToolCall> = []
-            const asked = note === undefined ? system : History.system(`${system.content}\n\n${note}`)
-            const request: StreamParts.Request = { prompt: Prompt.fromMessages([asked, ...sent]), tools }
-            // Reading the answer is interruptible; what follows it (persisting the message) is not, so a
-            // stop keeps either the partial message (below) or the whole one.
-            const persisted = yield* Effect.uninterruptibleMask((restore) =>
-              Effect.gen(function*() {
-                // The last round's results are written once this answer has begun (`Writes`): the
-                // request has left, and the rest of the answer is on its way.
-                let begun = false
-                const read = (part: StreamParts.Part): Effect.Effect<void, ModelStreamError> => {
-                  const handled = readPart(part)
-                  if (begun) return handled
-                  begun = true
-                  return Effect.zipRight(handled, writes.start)
-                }
-                const readPart = (part: StreamParts.Part): Effect.Effect<void, ModelStreamError> => {
-                  switch (part.type) {
-                    case "text-delta":
-                      kept.text += part.delta
-                      return emit(TurnEvent.TextDelta.make({ text: part.delta }, true))
-                    case "tool-call":
-                      if (part.providerExecuted !== true) {
-                        streamed.push({
-                          id: part.id,
-                          name: names.fromProvider(part.name) ?? part.name,
-                          params: part.params
-                        })
-                      }
-                      return Effect.void
-                    case "finish":
-                      inputTokens += part.usage.inputTokens ?? 0
-                      outputTokens += part.usage.outputTokens ?? 0
-                      return Effect.void
-                    case "error":
-                      return Effect.fail(new ModelStreamError({ error: part.error }))
-                    default:
-                      return Effect.void
+        return Effect.flatMap(makeWrites, (writes) =>
+          Effect.gen(function*() {
+            let inputTokens = 0
+            let outputTokens = 0
+            const usage = () => TurnEvent.Usage.make({ inputTokens, outputTokens })
+            let text = ""
+            let retriesLeft = malformedRetries
+            let note: string | undefined = undefined
+            // `messages` under the provider's tool names, renamed once: appended to while the tool set
+            // (hence the names) stays the same, renamed anew when it changes.
+            let sent: Array<Prompt.Message> = []
+            let sentKey: string | undefined = undefined
+            for (let round = 1; round <= maxRounds; round++) {
+              yield* spans.next(round)
+              const { mcpNames, names, namesKey, round: catalog, tools } = yield* toolkitOf(frame)
+              if (namesKey !== sentKey) {
+                sent = []
+                sentKey = namesKey
+              }
+              for (let i = sent.length; i < messages.length; i++) {
+                sent.push(History.withToolNames(messages[i]!, names.toProvider))
+              }
+              const system = yield* systemOf(systemText, catalog)
+              kept.text = ""
+              kept.finished = []
+              kept.cancelled = []
+              const streamed: Array<History.ToolCall> = []
+              const asked = note === undefined ? system : History.system(`${system.content}\n\n${note}`)
+              const request: StreamParts.Request = { prompt: Prompt.fromMessages([asked, ...sent]), tools }
+              // Reading the answer is interruptible; what follows it (persisting the message) is not, so a
+              // stop keeps either the partial message (below) or the whole one.
+              const persisted = yield* Effect.uninterruptibleMask((restore) =>
+                Effect.gen(function*() {
+                  // The last round's results are written once this answer has begun (`Writes`): the
+                  // request has left, and the rest of the answer is on its way.
+                  let begun = false
+                  const read = (part: StreamParts.Part): Effect.Effect<void, ModelStreamError> => {
+                    const handled = readPart(part)
+                    if (begun) return handled
+                    begun = true
+                    return Effect.zipRight(handled, writes.start)
                   }
-                }
-                const streamExit = yield* restore(spans.under(StreamParts.runForEach(openParts, request, read)))
-                  .pipe(Effect.exit)
-                // The last round's results are in the rows before anything of this answer is.
-                yield* writes.settle
-                const assistant = History.assistant(kept.text, streamed)
-                if (Exit.isFailure(streamExit) && !Cause.isInterruptedOnly(streamExit.cause)) {
-                  const malformed = malformedOf(streamExit.cause)
-                  if (malformed !== undefined && retriesLeft > 0) {
-                    // An answer that cannot be read (a tool it was not given, arguments that are not
-                    // JSON): nothing of it is kept or run; the model is asked again with a note.
-                    return { malformed }
+                  const readPart = (part: StreamParts.Part): Effect.Effect<void, ModelStreamError> => {
+                    switch (part.type) {
+                      case "text-delta":
+                        kept.text += part.delta
+                        return emit(TurnEvent.TextDelta.make({ text: part.delta }, true))
+                      case "tool-call":
+                        if (part.providerExecuted !== true) {
+                          streamed.push({
+                            id: part.id,
+                            name: names.fromProvider(part.name) ?? part.name,
+                            params: part.params
+                          })
+                        }
+                        return Effect.void
+                      case "finish":
+                        inputTokens += part.usage.inputTokens ?? 0
+                        outputTokens += part.usage.outputTokens ?? 0
+                        return Effect.void
+                      case "error":
+                        return Effect.fail(new ModelStreamError({ error: part.error }))
+                      default:
+                        return Effect.void
+                    }
                   }
-                  // A failed request keeps nothing of its round: the next turn starts from the last whole message.
-                  return yield* streamExit
-                }
-                const interrupted = Exit.isFailure(streamExit)
-                if (assistant === undefined) return interrupted ? yield* streamExit : undefined
-                const row = History.rowOf(assistant)
-                const stored = interrupted
-                  ? {
-                    ...row,
-                    calls: row.calls.map((c) => ({
-                      ...c,
-                      status: "cancelled" as const,
-                      result: History.CANCELLED_RESULT
-                    }))
-                  }
-                  : row
-                if (interrupted || stored.calls.length === 0) {
-                  const id = yield* store.append(sessionId, stored)
-                  messages.push(assistant)
-                  if (interrupted) {
-                    kept.cancelled.push(...stored.calls.map((c) => c.callId))
+                  const streamExit = yield* restore(spans.under(StreamParts.runForEach(openParts, request, read)))
+                    .pipe(Effect.exit)
+                  // The last round's results are in the rows before anything of this answer is.
+                  yield* writes.settle
+                  const assistant = History.assistant(kept.text, streamed)
+                  if (Exit.isFailure(streamExit) && !Cause.isInterruptedOnly(streamExit.cause)) {
+                    const malformed = malformedOf(streamExit.cause)
+                    if (malformed !== undefined && retriesLeft > 0) {
+                      // An answer that cannot be read (a tool it was not given, arguments that are not
+                      // JSON): nothing of it is kept or run; the model is asked again with a note.
+                      return { malformed }
+                    }
+                    // A failed request keeps nothing of its round: the next turn starts from the last whole message.
                     return yield* streamExit
                   }
-                  return { id: Effect.succeed(id), row }
-                }
-                // A message that calls tools is written while its calls run (afterWrites): its id is
-                // awaited before a call's outcome is recorded, and by the stop path (cancelRunning).
-                const inserted = yield* Deferred.make<number, AppendError>()
-                yield* afterWrites.pipe(
-                  Effect.zipRight(store.append(sessionId, stored)),
-                  Effect.intoDeferred(inserted),
-                  Effect.uninterruptible,
-                  Effect.fork
-                )
-                messages.push(assistant)
-                return { id: Deferred.await(inserted), row }
-              })
-            )
-            if (persisted !== undefined && "malformed" in persisted) {
-              retriesLeft--
-              note = unreadableNote(persisted.malformed, mcpNames.map(names.toProvider))
-              yield* Effect.logWarning(`the model's answer could not be read; asking again: ${persisted.malformed}`)
-              continue
-            }
-            note = undefined
-            text = kept.text
-            if (persisted === undefined || persisted.row.calls.length === 0) {
-              return TurnEvent.TurnDone.make({ text, usage: usage(), rounds: round })
-            }
-            const calls = persisted.row.calls
-            const results = yield* spans.under(
-              // One call runs in this fiber: a bounded `forEach` forks a fiber per call and joins them.
-              calls.length === 1
-                ? Effect.map(
-                  runCall(emit, persisted.id, calls[0]!, kept, frame, catalog, writes.record),
-                  (result) => [result]
-                )
-                : Effect.forEach(calls, (call) =>
-                  runCall(emit, persisted.id, call, kept, frame, catalog, writes.record), {
-                  concurrency
+                  const interrupted = Exit.isFailure(streamExit)
+                  if (assistant === undefined) return interrupted ? yield* streamExit : undefined
+                  const row = History.rowOf(assistant)
+                  const stored = interrupted
+                    ? {
+                      ...row,
+                      calls: row.calls.map((c) => ({
+                        ...c,
+                        status: "cancelled" as const,
+                        result: History.CANCELLED_RESULT
+                      }))
+                    }
+                    : row
+                  if (interrupted || stored.calls.length === 0) {
+                    const id = yield* store.append(sessionId, stored)
+                    messages.push(assistant)
+                    if (interrupted) {
+                      kept.cancelled.push(...stored.calls.map((c) => c.callId))
+                      return yield* streamExit
+                    }
+                    return { id: Effect.succeed(id), row }
+                  }
+                  // A message that calls tools is written while its calls run (`Writes.later`): its id is
+                  // awaited before a call's outcome is recorded, and by the stop path (cancelRunning).
+                  const id = yield* writes.later(store.append(sessionId, stored))
+                  messages.push(assistant)
+                  return { id, row }
                 })
-            ).pipe(
-              // A call interrupted before it began (queued behind the bound, or not yet forked) has
-              // recorded nothing: it is cancelled here, so no call stays `running`.
-              Effect.onInterrupt(() =>
-                // The finished calls' results first: `cancelRunning` takes every call still `running`.
-                writes.settle.pipe(
-                  Effect.zipRight(persisted.id),
-                  Effect.flatMap((id) =>
-                    store.cancelRunning(id, History.CANCELLED_RESULT)
-                  ),
-                  Effect.map((ids) => {
-                    kept.cancelled.push(...ids)
-                  }),
-                  Effect.catchAll((error) => Effect.logError(error.message))
+              )
+              if (persisted !== undefined && "malformed" in persisted) {
+                retriesLeft--
+                note = unreadableNote(persisted.malformed, mcpNames.map(names.toProvider))
+                yield* Effect.logWarning(`the model's answer could not be read; asking again: ${persisted.malformed}`)
+                continue
+              }
+              note = undefined
+              text = kept.text
+              if (persisted === undefined || persisted.row.calls.length === 0) {
+                return TurnEvent.TurnDone.make({ text, usage: usage(), rounds: round })
+              }
+              const calls = persisted.row.calls
+              const results = yield* spans.under(
+                // One call runs in this fiber: a bounded `forEach` forks a fiber per call and joins them.
+                calls.length === 1
+                  ? Effect.map(
+                    runCall(emit, persisted.id, calls[0]!, kept, frame, catalog, writes.record),
+                    (result) => [result]
+                  )
+                  : Effect.forEach(
+                    calls,
+                    (call) => runCall(emit, persisted.id, call, kept, frame, catalog, writes.record),
+                    {
+                      concurrency
+                    }
+                  )
+              ).pipe(
+                // A call interrupted before it began (queued behind the bound, or not yet forked) has
+                // recorded nothing: it is cancelled here, so no call stays `running`.
+                Effect.onInterrupt(() =>
+                  // The finished calls' results first: `cancelRunning` takes every call still `running`.
+                  writes.settle.pipe(
+                    Effect.zipRight(persisted.id),
+                    Effect.flatMap((id) => store.cancelRunning(id, History.CANCELLED_RESULT)),
+                    Effect.map((ids) => {
+                      kept.cancelled.push(...ids)
+                    }),
+                    Effect.catchAll((error) => Effect.logError(error.message))
+                  )
                 )
               )
-            )
-            messages.push(History.toolResults(results))
-          }
-          yield* writes.settle
-          return TurnEvent.TurnDone.make({
-            text,
-            usage: usage(),
-            rounds: maxRounds,
-            note: `The turn ended after ${maxRounds} model rounds (the round limit) while the model was still ` +
-              "calling tools; every result so far is kept. Send another message to let it go on."
-          })
-        }).pipe(
-          // A turn that ends otherwise (stopped, failed) still writes the results it has.
-          Effect.ensuring(writes.settle.pipe(Effect.catchAll((error) => Effect.logError(error.message)))),
-          spans.close
-        )
+              messages.push(History.toolResults(results))
+            }
+            yield* writes.settle
+            return TurnEvent.TurnDone.make({
+              text,
+              usage: usage(),
+              rounds: maxRounds,
+              note: `The turn ended after ${maxRounds} model rounds (the round limit) while the model was still ` +
+                "calling tools; every result so far is kept. Send another message to let it go on."
+            })
+          }).pipe(
+            // A turn that ends otherwise (stopped, failed) still writes the results it has.
+            Effect.ensuring(writes.settle.pipe(Effect.catchAll((error) => Effect.logError(error.message))))
+          )).pipe(spans.close)
       }
 
       const turn = (
@@ -861,21 +856,33 @@ type AppendError = Effect.Effect.Error<ReturnType<ChatStore["append"]>>
 type WriteError = AppendError | Effect.Effect.Error<ReturnType<ChatStore["finishCall"]>>
 
 /**
- * A turn's deferred writes: the calls' outcomes (`record`), written while the next model answer
- * streams (`start`, at its first part: two event-loop turns later, in a fiber of their own) instead
- * of between the last call's end and the next request. `settle` waits for them and writes any
- * not yet started: before the next answer is stored, before a stop records the rest `cancelled`,
- * and when the turn ends. A failed write fails the turn at `settle`.
+ * A turn's deferred writes, made by one writer fiber (forked once per turn; a fork per write cost
+ * 0.08 ms of the round's path): the message that calls tools (`later`: its row id, to await) and
+ * the calls' outcomes (`record`), written while the next model answer streams (`start`, at its
+ * first part) instead of between the last call's end and the next request. Every job of the
+ * writer waits two event-loop turns first (`afterWrites`), so the request it follows has left.
+ * `settle` waits for the started outcomes and writes any not yet started: before the next answer
+ * is stored, before a stop records the rest `cancelled`, and when the turn ends. A failed write
+ * fails the turn at `settle` (a message's, where its id is awaited).
  */
 interface Writes {
   readonly record: (write: Effect.Effect<void, WriteError>) => Effect.Effect<void>
   readonly start: Effect.Effect<void>
+  readonly later: <A>(write: Effect.Effect<A, AppendError>) => Effect.Effect<Effect.Effect<A, AppendError>>
   readonly settle: Effect.Effect<void, WriteError>
 }
 
-const makeWrites = (): Writes => {
+/** A turn's `Writes`; its writer is a child of the calling fiber (it ends with the turn, after `settle`). */
+const makeWrites: Effect.Effect<Writes> = Effect.gen(function*() {
+  // Jobs never fail: each puts its outcome into a Deferred.
+  const jobs = yield* Queue.unbounded<Effect.Effect<void>>()
+  yield* Effect.fork(
+    Effect.interruptible(Effect.forever(
+      Effect.flatMap(Queue.take(jobs), (job) => Effect.uninterruptible(Effect.zipRight(afterWrites, job)))
+    ))
+  )
   let queued: Array<Effect.Effect<void, WriteError>> = []
-  let writer: Fiber.RuntimeFiber<void, WriteError> | undefined
+  let started: Deferred.Deferred<void, WriteError> | undefined
   const run = Effect.suspend(() => {
     const all = queued
     queued = []
@@ -886,20 +893,25 @@ const makeWrites = (): Writes => {
       Effect.sync(() => {
         queued.push(write)
       }),
-    start: Effect.suspend(() =>
-      queued.length === 0 || writer !== undefined
-        ? Effect.void
-        : Effect.map(Effect.fork(Effect.uninterruptible(Effect.zipRight(afterWrites, run))), (fiber) => {
-          writer = fiber
-        })
-    ),
+    start: Effect.suspend(() => {
+      if (queued.length === 0 || started !== undefined) return Effect.void
+      return Effect.flatMap(Deferred.make<void, WriteError>(), (done) => {
+        started = done
+        return Queue.offer(jobs, Effect.asVoid(Effect.intoDeferred(run, done)))
+      })
+    }),
+    later: <A>(write: Effect.Effect<A, AppendError>) =>
+      Effect.flatMap(
+        Deferred.make<A, AppendError>(),
+        (done) => Effect.as(Queue.offer(jobs, Effect.asVoid(Effect.intoDeferred(write, done))), Deferred.await(done))
+      ),
     settle: Effect.uninterruptible(Effect.suspend(() => {
-      const running = writer
-      writer = undefined
-      return running === undefined ? run : Effect.zipRight(Fiber.join(running), run)
+      const running = started
+      started = undefined
+      return running === undefined ? run : Effect.zipRight(Deferred.await(running), run)
     }))
   }
-}
+})
 
 /**
  * Resumes two event-loop turns later: past the check phase in which the MCP transports flush the

@@ -66,6 +66,7 @@ import * as JsonSchemaTool from "@skald/server/agent/llm/JsonSchemaTool"
 import * as OpenAiCompatible from "@skald/server/agent/llm/OpenAiCompatible"
 import * as StreamParts from "@skald/server/agent/llm/StreamParts"
 import * as Approvals from "@skald/server/inbox/Approvals"
+import * as Telemetry from "@skald/server/Telemetry"
 import { Context, Effect, Layer, Schedule, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Inspector from "node:inspector/promises"
@@ -589,7 +590,8 @@ export const runAgentSection = async (s: Settings = settings()): Promise<void> =
           all: reads.agent.map((a, i) => a - reads.raw[i]!)
         }
         return { added, cpuPerRound, inProcess, perRequest, reads, rounds, schemaCost, transport }
-      }))
+        // As every `skald` command runs: under the OTEL_* variables' telemetry (none: the tracer off).
+      })).pipe(Effect.provide(Telemetry.layer))
     )
     const of = (k: keyof Round) => rounds.map((r) => r[k])
     console.log(

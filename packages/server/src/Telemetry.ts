@@ -95,12 +95,15 @@ export const isOn = (settings: Settings): boolean => Option.isSome(settings.trac
 
 /**
  * OpenTelemetry as the variables ask: the SDK's tracer and metric reader with the OTLP/HTTP
- * exporters, or nothing at all. Closing the layer flushes and shuts them down.
+ * exporters; closing the layer flushes and shuts them down. When nothing is exported, Effect's
+ * tracer is switched off (`Layer.setTracerEnabled(false)`): a span nobody records is then a
+ * no-op (no ids, no attributes, no timing), where the built-in tracer would still make each one
+ * — every `Effect.fn`, every SQL statement's `sql.execute` — on the agent's and the engine's paths.
  */
 export const layer: Layer.Layer<never> = Layer.unwrapEffect(
   Effect.gen(function*() {
     const wanted = yield* settings
-    if (!isOn(wanted)) return Layer.empty
+    if (!isOn(wanted)) return Layer.setTracerEnabled(false)
     const Sdk = yield* Effect.promise(() => import("./TelemetrySdk.js"))
     return Sdk.layer(wanted)
   })

@@ -291,16 +291,21 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
       const systems = new WeakMap<Catalog.Round, { readonly text: string; readonly message: Prompt.SystemMessage }>()
       const toolkitOf = (frame: Frame): Effect.Effect<Toolkit> =>
         Effect.map(
-          Catalog.round({
-            scope: frame.scope,
-            dispatch: frame.depth < maxDepth,
-            notify: frame.agent === Notify.TIC_AGENT && Option.isSome(inbox),
-            always: options.alwaysOffered,
-            kept: listed.get(frame) ?? listed.set(frame, Catalog.kept()).get(frame)
-          }).pipe(
-            Effect.provide(services),
-            Effect.orDie
-          ),
+          Effect.flatMap(manager.version, (version) => {
+            const input: Catalog.RoundInput = {
+              scope: frame.scope,
+              dispatch: frame.depth < maxDepth,
+              notify: frame.agent === Notify.TIC_AGENT && Option.isSome(inbox),
+              always: options.alwaysOffered,
+              kept: listed.get(frame) ?? listed.set(frame, Catalog.kept()).get(frame)
+            }
+            // The last round again, without providing the services (a context merge) every round.
+            const last = Catalog.lastRound(input, version)
+            return last !== undefined ? Effect.succeed(last) : Catalog.round(input).pipe(
+              Effect.provide(services),
+              Effect.orDie
+            )
+          }),
           (round) => {
             const known = toolkits.get(round)
             if (known !== undefined) return known

@@ -99,18 +99,22 @@ const sameInput = (a: RoundInput, b: RoundInput): boolean =>
 export const round = (input: RoundInput) =>
   Effect.flatMap(McpManager, (manager) =>
     Effect.flatMap(manager.version, (version) => {
-      const kept = input.kept
-      const last = kept?.last
-      if (
-        kept?.listed !== undefined && last !== undefined && last.version === version && sameInput(last.input, input)
-      ) {
-        return Effect.succeed(last.round)
-      }
+      const last = lastRound(input, version)
+      if (last !== undefined) return Effect.succeed(last)
       return Effect.map(fresh(input), (made) => {
-        if (kept !== undefined) kept.last = { version, input, round: made }
+        if (input.kept !== undefined) input.kept.last = { version, input, round: made }
         return made
       })
     }))
+
+/** The round `round` would give again for `input` at the manager's `version`, if it would (pure). */
+export const lastRound = (input: RoundInput, version: number): Round | undefined => {
+  const kept = input.kept
+  const last = kept?.last
+  return kept?.listed !== undefined && last !== undefined && last.version === version && sameInput(last.input, input)
+    ? last.round
+    : undefined
+}
 
 const fresh = Effect.fn("Catalog.round")(function*(input: RoundInput) {
   const manager = yield* McpManager

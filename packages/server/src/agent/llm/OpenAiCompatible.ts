@@ -463,10 +463,24 @@ export const make = (
         const request = yield* prepare(method, providerOptions)
         let tries = 0
         const failed = (failure: AttemptFailed) => failure.error(tries > 1 ? ` (gave up after ${tries} tries)` : "")
-        const { first, next } = yield* Effect.suspend(() => {
+        const once = Effect.suspend(() => {
           tries++
           return attempt(method, request)
-        }).pipe(Effect.retry(schedule), Effect.mapError(failed))
+        })
+        // The schedule (its driver, its state) is set up only once a try has failed: it is then
+        // given that failure first, as `Effect.retry` would have, and drives the tries after it.
+        const { first, next } = yield* once.pipe(
+          Effect.catchAll((failure) => {
+            let replayed = false
+            const again = Effect.suspend(() => {
+              if (replayed) return once
+              replayed = true
+              return Effect.fail(failure)
+            })
+            return Effect.retry(again, schedule)
+          }),
+          Effect.mapError(failed)
+        )
         let pending: ReadonlyArray<Response.StreamPartEncoded> | undefined | null = first
         return Effect.suspend(() => {
           if (pending === null) return Effect.mapError(next, failed)

@@ -117,7 +117,7 @@ export const withPulls = (
 ): LanguageModel.Service => {
   const raw: Open = (request) =>
     Effect.withFiberRuntime<Pull, AiError.AiError, Scope.Scope>((fiber) => {
-      const names = new Set(request.tools.map((tool) => tool.name))
+      const names = namesOf(request.tools)
       const opened = (span: Tracer.Span, observe?: (part: Response.StreamPartEncoded) => void) =>
         Effect.map(
           open({
@@ -200,6 +200,17 @@ export const withOpen = (service: LanguageModel.Service, open: Open): LanguageMo
 /** `service` with `raw` as its parts, as they are (a wrapper of another model's `of`). */
 export const withRaw = (service: LanguageModel.Service, raw: StreamParts): LanguageModel.Service =>
   withOpen(service, (request) => fromStream(raw(request)))
+
+/** The offered tools' names, kept while the list lives (the loop offers one list while its tools stay). */
+const offeredNames = new WeakMap<ReadonlyArray<Tool.Any>, ReadonlySet<string>>()
+const namesOf = (tools: ReadonlyArray<Tool.Any>): ReadonlySet<string> => {
+  let names = offeredNames.get(tools)
+  if (names === undefined) {
+    names = new Set(tools.map((tool) => tool.name))
+    offeredNames.set(tools, names)
+  }
+  return names
+}
 
 /** Why a tool call of `parts` cannot be used: a tool not offered, or arguments that are not a JSON object. */
 const unreadable = (

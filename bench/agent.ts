@@ -5,12 +5,14 @@
  * OpenAI-compatible provider (`NodeHttpClient.dispatcherLayer`, one kept-alive connection) against the
  * model stand-in (test/fixtures/model-standin.ts) on 127.0.0.1.
  *
- * Clocks: the stand-in runs in this process, next to the loop, so every time is `performance.now()`
- * of one process — the stand-in's (a request's body read, an event's bytes handed to the socket,
- * the last byte) and the loop's side (the consumer of `Agent.run`, the manager's `call`, the end of
- * the provider's stream) compare directly. The stand-in shares the event loop with what it
- * measures, as a real model server never does: a figure includes the stand-in's own handling of
- * the next request (reading its body), which the raw-reader reference below pays as well.
+ * Clocks: the stand-in runs in a worker thread of this process (bench/agent-standin.ts, the script
+ * in bench/agent-script.ts), on an event loop of its own as a model server is: what this thread
+ * does after it has sent a request (the events' consumer, the rest of its tick) does not delay the
+ * stand-in's reading it, as it did when the two shared one event loop (the consumer's `ToolDone`
+ * ran between the request's send and its read: 0.24 ms of each round). Its times (a request's body
+ * read, an event's bytes handed to the socket, the last byte) cross the threads on one monotonic
+ * clock (`process.hrtime`, `clockOf`) and compare with this thread's `performance.now()` (the
+ * consumer of `Agent.run`, the manager's `call`, the end of the provider's stream).
  *
  * 1. **Loop time per round.** `BENCH_AGENT_TURNS` turns (default 20, after `BENCH_AGENT_WARMUP`
  *    untimed ones, default 5), each of `BENCH_AGENT_ROUNDS` rounds (default 5): the stand-in answers
@@ -26,10 +28,9 @@
  *    end to the next request (the result persisted, `ToolDone`, the tools and prompt built; then,
  *    from the start of the next model stream, the request encoded and sent), and the floor under that
  *    last step: the same request bodies sent by a bare undici `request` on the same connections,
- *    until the stand-in has read them (the stand-in runs in this process: its share of receiving a
- *    request is in both figures). Also the
- *    process's CPU time per round over the timed turns (`process.cpuUsage`; the stand-in and the MCP
- *    client included: a figure the machine's load inflates less than wall time), and, timed alone,
+ *    until the stand-in has read them. Also the
+ *    process's CPU time per round over the timed turns (`process.cpuUsage`: every thread's, the
+ *    stand-in's and the MCP client's included: a figure the machine's load inflates less than wall time), and, timed alone,
  *    what @effect/ai's `LanguageModel.streamText` builds on every request with a toolkit: the
  *    response schema `Response.StreamPart(toolkit)`, for the loop's tools and ten times as many.
  *    And the same turns with an in-process model (no HTTP, no stand-in), once through
@@ -67,14 +68,23 @@ import * as OpenAiCompatible from "@skald/server/agent/llm/OpenAiCompatible"
 import * as StreamParts from "@skald/server/agent/llm/StreamParts"
 import * as Approvals from "@skald/server/inbox/Approvals"
 import * as Telemetry from "@skald/server/Telemetry"
-import { Context, Effect, Layer, Schedule, Stream } from "effect"
+import { Context, Effect, Layer, Schedule, type Scope, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Inspector from "node:inspector/promises"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { performance } from "node:perf_hooks"
 import { fileURLToPath } from "node:url"
-import * as ModelStandin from "../test/fixtures/model-standin.js"
+import { Worker } from "node:worker_threads"
+import {
+  type Answer,
+  type Ask,
+  clockOf,
+  FIRST_CONTENT_EVENT,
+  FIRST_TOKEN,
+  type Seen,
+  type Settings
+} from "./agent-script.js"
 import { fmt, median, pin } from "./machine.js"
 
 const here = Path.dirname(fileURLToPath(import.meta.url))
@@ -88,13 +98,6 @@ const p90 = (xs: ReadonlyArray<number>): number => {
   return s[Math.min(s.length - 1, Math.ceil(0.9 * s.length) - 1)]!
 }
 
-interface Settings {
-  readonly turns: number
-  readonly warmup: number
-  readonly rounds: number
-  readonly eventDelay: number
-}
-
 const settings = (): Settings => ({
   turns: Number(process.env.BENCH_AGENT_TURNS ?? 20),
   warmup: Number(process.env.BENCH_AGENT_WARMUP ?? 5),
@@ -102,44 +105,70 @@ const settings = (): Settings => ({
   eventDelay: Number(process.env.BENCH_AGENT_EVENT_DELAY ?? 2)
 })
 
-/** Marks the first-token scenario's requests (in the user message). */
-const FIRST_TOKEN = "first-token"
-/** In a text answer (ModelStandin.textEvents), event 0 is the role chunk, event 1 the first content delta. */
-const FIRST_CONTENT_EVENT = 1
-
-/** The stand-in's script: a function of the request (many turns share one stand-in). */
-const script = (s: Settings) => (request: ModelStandin.RecordedRequest): ModelStandin.Reply => {
-  const messages: ReadonlyArray<{ role: string; content?: unknown }> = request.body?.messages ?? []
-  const user = messages.filter((m) => m.role === "user").at(-1)
-  if (typeof user?.content === "string" && user.content.includes(FIRST_TOKEN)) {
-    return { events: ModelStandin.textEvents(["Hel", "lo", " there."]), eventDelay: Math.max(2, s.eventDelay) }
-  }
-  const toolResults = messages.filter((m) => m.role === "tool").length
-  const delay = s.eventDelay > 0 ? { eventDelay: s.eventDelay } : {}
-  if (toolResults >= s.rounds - 1) return { events: ModelStandin.textEvents(["All ", "done."]), ...delay }
-  // The echo tool under whatever name the loop gives it (mcp__echo__echo today).
-  const names: ReadonlyArray<string> = (request.body?.tools ?? []).map((t: any) => t.function?.name)
-  const echo = names.find((n) => /(^|_)echo$/.test(n)) ?? "mcp__echo__echo"
-  return {
-    events: ModelStandin.toolCallEvents([{
-      id: `call_${request.index}`,
-      name: echo,
-      arguments: { message: `round ${toolResults + 1}` }
-    }]),
-    ...delay
-  }
-}
-
 /** The loop's view of one tool call: when the manager's `call` began and ended. */
 interface CallTiming {
   readonly start: number
   readonly end: number
 }
 
+/** The stand-in, in a thread of its own (bench/agent-standin.ts). */
+interface Standin {
+  readonly url: string
+  /** How many requests it has received. */
+  readonly count: Effect.Effect<number>
+  /** The requests from `from` on, once the first `complete` have been answered to their last byte. */
+  readonly requests: (from: number, complete?: number) => Effect.Effect<ReadonlyArray<Seen>>
+}
+
+const startStandin = (s: Settings): Effect.Effect<Standin, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const base = process.hrtime.bigint()
+    const clock = clockOf(base)
+    const worker = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        new Worker(new URL("./agent-standin.js", import.meta.url), { workerData: { base: String(base), settings: s } })
+      ),
+      (worker) => Effect.promise(() => worker.terminate())
+    )
+    const waiting = new Map<number, (answer: Extract<Answer, { type: "requests" }>) => void>()
+    const url = yield* Effect.async<string>((resume) => {
+      worker.on("message", (answer: Answer) => {
+        if (answer.type === "ready") resume(Effect.succeed(answer.url))
+        else waiting.get(answer.id)?.(answer)
+      })
+      worker.on("error", (error) => resume(Effect.die(error)))
+    })
+    let next = 0
+    const ask = (from: number, complete: number) =>
+      Effect.async<Extract<Answer, { type: "requests" }>>((resume) => {
+        const id = next++
+        waiting.set(id, (answer) => {
+          waiting.delete(id)
+          resume(Effect.succeed(answer))
+        })
+        worker.postMessage({ id, from, complete } satisfies Ask)
+      })
+    // Its times on this thread's `performance.now()`.
+    const local = (r: Seen): Seen => ({
+      index: r.index,
+      text: r.text,
+      timing: {
+        arrived: clock.fromShared(r.timing.arrived),
+        eventsAt: r.timing.eventsAt.map(clock.fromShared),
+        lastByteAt: r.timing.lastByteAt === undefined ? undefined : clock.fromShared(r.timing.lastByteAt)
+      }
+    })
+    return {
+      url,
+      count: Effect.map(ask(Number.MAX_SAFE_INTEGER, 0), (a) => a.total),
+      requests: (from, complete = 0) => Effect.map(ask(from, complete), (a) => a.requests.map(local))
+    }
+  })
+
 /** The manager, the provider and the loop over them, with the timing hooks. */
 const setup = (s: Settings, home: string) =>
   Effect.gen(function*() {
-    const standin = yield* ModelStandin.start(script(s))
+    const standin = yield* startStandin(s)
     const context = yield* Layer.build(
       Layer.provideMerge(
         McpManager.McpManager.Default({ startTimeout: "20 seconds", callTimeout: "20 seconds" }),
@@ -286,7 +315,7 @@ interface Round {
 /** One loop turn: its tool rounds' figures. */
 const loopTurn = (env: Setup, s: Settings) =>
   Effect.gen(function*() {
-    const firstRequest = env.standin.requests.length
+    const firstRequest = yield* env.standin.count
     const firstCall = env.calls.length
     const firstEnd = env.streamEnds.length
     const firstStart = env.streamStarts.length
@@ -305,7 +334,7 @@ const loopTurn = (env: Setup, s: Settings) =>
     if (end?._tag !== "TurnDone" || end.rounds !== s.rounds) {
       return yield* Effect.dieMessage(`the loop turn did not end as scripted: ${JSON.stringify(end)}`)
     }
-    const requests = env.standin.requests.slice(firstRequest)
+    const requests = yield* env.standin.requests(firstRequest, firstRequest + s.rounds)
     const calls = env.calls.slice(firstCall)
     const ends = env.streamEnds.slice(firstEnd)
     const starts = env.streamStarts.slice(firstStart)
@@ -332,18 +361,18 @@ const loopTurn = (env: Setup, s: Settings) =>
   })
 
 /** When the first content delta's bytes of request `index` were handed to the socket. */
-const firstContentAt = (env: Setup, index: number): number => {
-  const at = env.standin.requests[index]?.timing.eventsAt[FIRST_CONTENT_EVENT]
-  if (at === undefined) throw new Error(`request ${index} has no first content delta`)
-  return at
-}
+const firstContentAt = (env: Setup, index: number) =>
+  Effect.flatMap(env.standin.requests(index, index + 1), (requests) => {
+    const at = requests[0]?.timing.eventsAt[FIRST_CONTENT_EVENT]
+    return at === undefined ? Effect.dieMessage(`request ${index} has no first content delta`) : Effect.succeed(at)
+  })
 
 type Reader = "raw" | "provider" | "agent"
 
 /** Reads one first-token answer by `reader`; the time from the stand-in's write to the reader's first text. */
 const firstToken = (env: Setup, reader: Reader) =>
   Effect.gen(function*() {
-    const index = env.standin.requests.length
+    const index = yield* env.standin.count
     let seen: number | undefined
     const see = () => {
       if (seen === undefined) seen = performance.now()
@@ -367,7 +396,7 @@ const firstToken = (env: Setup, reader: Reader) =>
         break
     }
     if (seen === undefined) return yield* Effect.dieMessage(`${reader}: no text was streamed`)
-    return seen - firstContentAt(env, index)
+    return seen - (yield* firstContentAt(env, index))
   })
 
 /** The reference: a plain `fetch` SSE reader, as small as a reader can be and still parse the chunks. */
@@ -473,9 +502,9 @@ const requestCost = (env: Setup, samples: number) =>
  * The request's transport alone, the floor under "stream start → request k+1 arrives": `bodies`
  * (the loop's own request bodies of one turn, as it sent them) sent again, in turn, by a bare
  * undici `request` on the provider's dispatcher (its kept-alive connections) — from the call to
- * the stand-in having read the body (`timing.arrived`), the reply then read to its end. The
- * stand-in runs in this process, so its share of receiving (node:http's parser, the body's
- * events) is in this figure as it is in the loop's.
+ * the stand-in having read the body (`timing.arrived`, in its thread), the reply then read to its
+ * end. Its share of receiving (node:http's parser, the body's events) is in this figure as it is
+ * in the loop's.
  */
 const requestTransport = (env: Setup, bodies: ReadonlyArray<string>, samples: number) =>
   Effect.gen(function*() {
@@ -483,7 +512,7 @@ const requestTransport = (env: Setup, bodies: ReadonlyArray<string>, samples: nu
     const times: Array<number> = []
     for (let i = 0; i < samples + 3; i++) {
       for (const body of bodies) {
-        const index = env.standin.requests.length
+        const index = yield* env.standin.count
         const sent = performance.now()
         const response = yield* Effect.promise(() =>
           env.dispatcher.request({
@@ -495,7 +524,7 @@ const requestTransport = (env: Setup, bodies: ReadonlyArray<string>, samples: nu
           })
         )
         yield* Effect.promise(() => response.body.text())
-        const arrived = env.standin.requests[index]?.timing.arrived
+        const arrived = (yield* env.standin.requests(index, index + 1))[0]?.timing.arrived
         if (arrived === undefined) return yield* Effect.dieMessage("the stand-in did not record the request")
         if (i >= 3) times.push(arrived - sent)
         // As in a turn: the model's answer streams for a while before the next request.
@@ -557,7 +586,8 @@ export const runAgentSection = async (s: Settings = settings()): Promise<void> =
         const cpu = process.cpuUsage(cpuBefore)
         yield* profiler
         // The last turn's requests after its first (each carries a tool result), as the loop sent them.
-        const bodies = env.standin.requests.slice(-s.rounds).slice(1).map((r) => r.text)
+        const total = yield* env.standin.count
+        const bodies = (yield* env.standin.requests(total - s.rounds + 1, total)).map((r) => r.text)
         const transport = yield* requestTransport(env, bodies, Math.max(3, Math.ceil(s.turns / 2)))
         const cpuPerRound = (cpu.user + cpu.system) / 1000 / (s.turns * s.rounds)
         const inProcess = {

@@ -635,7 +635,8 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
                   }
                   // A message that calls tools is written while its calls run (`Writes.later`): its id is
                   // awaited before a call's outcome is recorded, and by the stop path (cancelRunning).
-                  const id = yield* writes.later(store.append(sessionId, stored))
+                  // Made in the writer too (an `Effect.fn` call costs its call site's stack and span).
+                  const id = yield* writes.later(Effect.suspend(() => store.append(sessionId, stored)))
                   messages.push(assistant)
                   return { id, row }
                 })

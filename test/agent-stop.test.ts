@@ -101,6 +101,9 @@ layer(SharedLive, { excludeTestServices: true })("agent stop", (it) => {
         const rows = yield* store.history(sessionId)
         const stored = rows.flatMap((r) => r.calls)
         assert.isTrue(stored.every((c) => c.status !== "running"), "no call is left running")
+        // Every call that started is stored with its message (written while the calls run, stopped or not).
+        const storedIds = new Set(stored.map((c) => c.callId))
+        assert.isTrue(started.every((id) => storedIds.has(id)), `started ${started} but stored ${[...storedIds]}`)
         for (const c of stored) {
           if (c.name === "mcp__cancel__wait") assert.strictEqual(c.status, "cancelled")
           else assert.include(["done", "cancelled"], c.status)

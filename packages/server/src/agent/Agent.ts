@@ -31,12 +31,14 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -530,7 +532,9 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
         frame: Frame
       ): Effect.Effect<TurnEvent.TurnDone, unknown> => {
         const spans = AgentTelemetry.rounds()
-        return Effect.flatMap(makeWrites, (writes) =>
+        // The writer lives in a scope of the rounds (not as a child fiber: an interrupted fiber's
+        // children are interrupted at once, and a stop's settle needs the writer to finish its jobs).
+        return Effect.scoped(Effect.flatMap(makeWrites, (writes) =>
           Effect.gen(function*() {
             let inputTokens = 0
             let outputTokens = 0
@@ -695,7 +699,7 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
           }).pipe(
             // A turn that ends otherwise (stopped, failed) still writes the results it has.
             Effect.ensuring(writes.settle.pipe(Effect.catchAll((error) => Effect.logError(error.message))))
-          )).pipe(spans.close)
+          ))).pipe(spans.close)
       }
 
       const turn = (
@@ -878,15 +882,42 @@ interface Writes {
   readonly settle: Effect.Effect<void, WriteError>
 }
 
-/** A turn's `Writes`; its writer is a child of the calling fiber (it ends with the turn, after `settle`). */
-const makeWrites: Effect.Effect<Writes> = Effect.gen(function*() {
+/**
+ * A turn's `Writes`; its writer is forked in the current scope (the rounds', closed after their
+ * last `settle`), so interrupting the turn's fiber (a stop) leaves it to finish the jobs it was given.
+ */
+const makeWrites: Effect.Effect<Writes, never, Scope.Scope> = Effect.gen(function*() {
   // Jobs never fail: each puts its outcome into a Deferred.
   const jobs = yield* Queue.unbounded<Effect.Effect<void>>()
-  yield* Effect.fork(
+  // The jobs offered and not yet done, and who waits for there to be none (`settle`).
+  let pending = 0
+  let idle: Deferred.Deferred<void> | undefined
+  const finished = Effect.suspend(() => {
+    pending--
+    if (pending > 0 || idle === undefined) return Effect.void
+    const waiting = idle
+    idle = undefined
+    return Deferred.succeed(waiting, undefined)
+  })
+  yield* Effect.forkScoped(
     Effect.interruptible(Effect.forever(
-      Effect.flatMap(Queue.take(jobs), (job) => Effect.uninterruptible(Effect.zipRight(afterWrites, job)))
+      Effect.flatMap(
+        Queue.take(jobs),
+        (job) => Effect.uninterruptible(Effect.ensuring(Effect.zipRight(afterWrites, job), finished))
+      )
     ))
   )
+  const offer = (job: Effect.Effect<void>) =>
+    Effect.suspend(() => {
+      pending++
+      return Queue.offer(jobs, job)
+    })
+  /** Waits until every job offered is done (the writer is ended with the turn: none may be left queued). */
+  const drained = Effect.suspend(() => {
+    if (pending === 0) return Effect.void
+    idle ??= Deferred.unsafeMake<void>(FiberId.none)
+    return Deferred.await(idle)
+  })
   let queued: Array<Effect.Effect<void, WriteError>> = []
   let started: Deferred.Deferred<void, WriteError> | undefined
   const run = Effect.suspend(() => {
@@ -903,18 +934,19 @@ const makeWrites: Effect.Effect<Writes> = Effect.gen(function*() {
       if (queued.length === 0 || started !== undefined) return Effect.void
       return Effect.flatMap(Deferred.make<void, WriteError>(), (done) => {
         started = done
-        return Queue.offer(jobs, Effect.asVoid(Effect.intoDeferred(run, done)))
+        return offer(Effect.asVoid(Effect.intoDeferred(run, done)))
       })
     }),
     later: <A>(write: Effect.Effect<A, AppendError>) =>
       Effect.flatMap(
         Deferred.make<A, AppendError>(),
-        (done) => Effect.as(Queue.offer(jobs, Effect.asVoid(Effect.intoDeferred(write, done))), Deferred.await(done))
+        (done) => Effect.as(offer(Effect.asVoid(Effect.intoDeferred(write, done))), Deferred.await(done))
       ),
     settle: Effect.uninterruptible(Effect.suspend(() => {
       const running = started
       started = undefined
-      return running === undefined ? run : Effect.zipRight(Deferred.await(running), run)
+      // A message's write no outcome waited for (a stop just after it was queued) is done too.
+      return Effect.zipRight(drained, running === undefined ? run : Effect.zipRight(Deferred.await(running), run))
     }))
   }
 })

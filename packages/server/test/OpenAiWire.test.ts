@@ -6,6 +6,39 @@ import type * as GenerationConfig from "../src/agent/llm/GenerationConfig.js"
 import * as Wire from "../src/agent/llm/internal/openAiWire.js"
 import * as JsonSchemaTool from "../src/agent/llm/JsonSchemaTool.js"
 
+/** The chat-completions `messages` of a prompt (`UnsupportedPart` for a part that cannot be sent). */
+const messagesOf = (prompt: Prompt.Prompt): Array<Wire.WireMessage> | Wire.UnsupportedPart => {
+  const out: Array<Wire.WireMessage> = []
+  for (const message of prompt.content) {
+    const wire = Wire.messageWire(message)
+    if (wire instanceof Wire.UnsupportedPart) return wire
+    out.push(...wire)
+  }
+  return out
+}
+
+/** The request body built plainly, each piece encoded afresh: what `requestJson`'s text must parse to. */
+const requestBody = (
+  model: string,
+  options: LanguageModel.ProviderOptions,
+  config: GenerationConfig.Config
+): Record<string, unknown> => {
+  const body: Record<string, unknown> = {
+    model,
+    messages: messagesOf(options.prompt),
+    stream: true,
+    stream_options: { include_usage: true }
+  }
+  if (config.maxTokens !== undefined) body.max_tokens = config.maxTokens
+  if (config.temperature !== undefined) body.temperature = config.temperature
+  if (options.tools.length > 0) {
+    const choice = Wire.toolChoice(options.toolChoice)
+    if (choice !== undefined) body.tool_choice = choice
+    body.tools = Wire.tools(options.tools)
+  }
+  return body
+}
+
 describe("openAiWire", () => {
   describe("retryAfterMillis", () => {
     const now = Date.UTC(2026, 11, 1, 12, 0, 0)
@@ -95,7 +128,7 @@ describe("openAiWire", () => {
       },
       { role: "assistant", content: "A cat." }
     ])
-    assert.deepStrictEqual(Wire.messages(prompt), [
+    assert.deepStrictEqual(messagesOf(prompt), [
       { role: "system", content: "be brief" },
       {
         role: "user",
@@ -158,12 +191,10 @@ describe("openAiWire", () => {
         responseFormat: { type: "text" }
       }) as unknown as LanguageModel.ProviderOptions
     const expected = (options: LanguageModel.ProviderOptions, config: GenerationConfig.Config) =>
-      JSON.parse(
-        JSON.stringify(Wire.requestBody("m", options, Wire.messages(options.prompt) as any, undefined, config))
-      )
+      JSON.parse(JSON.stringify(requestBody("m", options, config)))
 
     it.prop(
-      "is requestBody's JSON, also when its messages and tools were encoded before (an appended history)",
+      "parses to the body built plainly, also when its messages and tools were encoded before (an appended history)",
       [
         FastCheck.array(message, { maxLength: 6 }),
         FastCheck.array(message, { maxLength: 3 }),

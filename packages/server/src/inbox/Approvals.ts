@@ -114,12 +114,12 @@ export class Approvals extends Effect.Service<Approvals>()("@skald/server/Approv
         })
 
       /** The rules' verdict, then (for `ask`) the mode or the person. */
-      const decided = (call: Call, verdict: Verdict): Gate | Effect.Effect<Gate, DatabaseError | CorruptRow> => {
+      const decided = (call: Call, verdict: Verdict): Effect.Effect<Gate, DatabaseError | CorruptRow> => {
         const decision: Decision = verdict.decision
-        if (decision === "allow") return allowed(verdict)
-        if (decision === "deny") return denied(verdict, "rule")
-        if (mode === "allow") return allowed(verdict)
-        if (mode === "deny") return denied(verdict, "mode")
+        if (decision === "allow") return Effect.succeed(allowed(verdict))
+        if (decision === "deny") return Effect.succeed(denied(verdict, "rule"))
+        if (mode === "allow") return Effect.succeed(allowed(verdict))
+        if (mode === "deny") return Effect.succeed(denied(verdict, "mode"))
         return askPerson(call, verdict)
       }
 
@@ -131,10 +131,7 @@ export class Approvals extends Effect.Service<Approvals>()("@skald/server/Approv
         Effect.withFiberRuntime((fiber) => {
           const gate = Effect.flatMap(
             rules.verdict({ name: call.name, annotations: { readOnlyHint: call.annotations?.readOnlyHint === true } }),
-            (verdict) => {
-              const outcome = decided(call, verdict)
-              return Effect.isEffect(outcome) ? outcome : Effect.succeed(outcome)
-            }
+            (verdict) => decided(call, verdict)
           )
           if (!Span.isTraced(fiber)) return gate
           return Effect.tap(

@@ -122,8 +122,8 @@ const assistantMessage = (message: Prompt.AssistantMessage): WireMessage => {
 export const toolResultContent = (result: unknown): string =>
   typeof result === "string" ? result : JSON.stringify(result ?? null)
 
-/** The wire messages of one prompt message. */
-const wireOf = (message: Prompt.Message): ReadonlyArray<WireMessage> | UnsupportedPart => {
+/** The wire messages of one prompt message (a `tool` message gives one per result). */
+export const messageWire = (message: Prompt.Message): ReadonlyArray<WireMessage> | UnsupportedPart => {
   switch (message.role) {
     case "system":
       return [{ role: "system", content: message.content }]
@@ -140,17 +140,6 @@ const wireOf = (message: Prompt.Message): ReadonlyArray<WireMessage> | Unsupport
         content: toolResultContent(part.result)
       }))
   }
-}
-
-/** The chat-completions `messages` of a prompt. */
-export const messages = (prompt: Prompt.Prompt): Array<WireMessage> | UnsupportedPart => {
-  const out: Array<WireMessage> = []
-  for (const message of prompt.content) {
-    const wire = wireOf(message)
-    if (wire instanceof UnsupportedPart) return wire
-    for (const m of wire) out.push(m)
-  }
-  return out
 }
 
 /** The `tools` of a request: each tool's JSON Schema as `parameters`, passed through untouched. */
@@ -170,23 +159,6 @@ export const toolChoice = (choice: LanguageModel.ProviderOptions["toolChoice"]):
   if (choice === "none" || choice === "required") return choice
   if ("tool" in choice) return { type: "function", function: { name: choice.tool } }
   return choice.mode === "required" ? "required" : undefined
-}
-
-/** The JSON body of a streaming chat-completions request. */
-export const requestBody = (
-  model: string,
-  options: LanguageModel.ProviderOptions,
-  wireMessages: ReadonlyArray<WireMessage>,
-  responseFormatSchema: unknown,
-  config: GenerationConfig.Config = {}
-): Record<string, unknown> => {
-  const body: Record<string, unknown> = {
-    model,
-    messages: wireMessages,
-    ...bodyHead(model, options, responseFormatSchema, config)
-  }
-  if (options.tools.length > 0) body.tools = tools(options.tools)
-  return body
 }
 
 /** The body but its `messages` and `tools`. */
@@ -223,8 +195,7 @@ const messageJsonCache = new WeakMap<Prompt.Message, string>()
 const toolsJsonCache = new WeakMap<ReadonlyArray<Tool.Any>, string>()
 
 /**
- * The body as JSON text: what `JSON.stringify(requestBody(…))` gives, but for the order of its
- * keys. The turn loop sends the same message values every round (its history is appended to)
+ * The JSON body of a streaming chat-completions request, as text. The turn loop sends the same message values every round (its history is appended to)
  * and the same tool list while its tools stay, so each message and each tool list is made into
  * JSON once: a round encodes only its new messages, however long the history (a long session's
  * tool results are up to the result cap each).
@@ -239,7 +210,7 @@ export const requestJson = (
   for (const message of options.prompt.content) {
     let json = messageJsonCache.get(message)
     if (json === undefined) {
-      const wire = wireOf(message)
+      const wire = messageWire(message)
       if (wire instanceof UnsupportedPart) return wire
       json = wire.map((m) => JSON.stringify(m)).join(",")
       messageJsonCache.set(message, json)

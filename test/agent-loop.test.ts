@@ -7,18 +7,19 @@
  * request, so the next turn's prompt (replayed from the rows) is compared with what was sent live.
  */
 import * as Prompt from "@effect/ai/Prompt"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import { TurnEvent } from "@skald/domain"
 import { SessionBusy, UnknownAgent, UnknownSession } from "@skald/server/agent/Agent"
 import * as History from "@skald/server/agent/History"
 import * as ToolNames from "@skald/server/agent/llm/ToolNames"
-import { Chunk, Effect, Fiber, Ref, Schedule, Stream } from "effect"
+import { Chunk, Context, Effect, Fiber, Ref, Schedule, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { everythingEntry, fixtureEntry } from "./host-support.js"
+import { everythingEntry, fixtureEntry, makeHome, startManager, waitForState } from "./host-support.js"
 import { eventually, readRecords, tempFile } from "./support.js"
-import { encoded, events, startAgent } from "./support/agent.js"
+import { agentOver, encoded, events, startAgent } from "./support/agent.js"
 import * as Scripted from "./support/scripted-model.js"
 
 const last = <A>(list: ReadonlyArray<A>): A => list[list.length - 1]!
@@ -546,6 +547,50 @@ describe("agent turn loop", () => {
       const prompt = (yield* model.recorded)[1]!.prompt.content
       assert.strictEqual(History.problemOf(prompt), undefined)
       assert.deepStrictEqual(prompt.map((m) => m.role), ["system", "user", "assistant", "tool", "user"])
+    }))
+
+  it.scopedLive("a call's outcome that cannot be stored fails the turn at the next answer; the history stays valid", () =>
+    Effect.gen(function*() {
+      const { context, manager } = yield* startManager(makeHome())
+      yield* Effect.orDie(manager.register(fixtureEntry("echo", "echo")))
+      yield* waitForState(manager, "echo", "connected")
+      // The storage refuses one call's outcome (a real SQLite error, as a full disk would give).
+      const sql = Context.get(context, SqlClient.SqlClient)
+      yield* sql`CREATE TRIGGER refuse_w1 BEFORE UPDATE ON chat_llm_tools WHEN NEW.call_id = 'w1'
+        BEGIN SELECT RAISE(ABORT, 'the disk is full'); END`.pipe(Effect.orDie)
+      // Each answer after the first streams for a while after its first part, as a model's does:
+      // the writer writes the last round's outcomes in that time.
+      const echo = (id: string) => {
+        const [first, ...rest] = Scripted.calls([{ id, name: "mcp__echo__echo", params: { message: id } }])
+        return id === "w1" ? [first!, ...rest] : Stream.concat(
+          Stream.make(first!),
+          Stream.fromEffect(Effect.sleep("200 millis")).pipe(Stream.drain, Stream.concat(Stream.fromIterable(rest)))
+        )
+      }
+      const { agent, model, store } = yield* agentOver(context, [
+        echo("w1"),
+        echo("w2"),
+        echo("w3"),
+        echo("w4"),
+        echo("w5"),
+        Scripted.answer("all done")
+      ])
+      const all = yield* events(agent.run({ message: "go" }))
+      const end = last(all)
+      assert.strictEqual(end._tag, "TurnFailed")
+      if (end._tag === "TurnFailed") assert.include(end.message, "record a tool call's result")
+      // Found after the answer that follows the write (written while it streams), not at the turn's end.
+      assert.isAtMost((yield* model.recorded).length, 3)
+      const sessionId = (all[0] as TurnEvent.TurnStarted).sessionId
+      const rows = yield* store.history(sessionId)
+      assert.notInclude(rows.map((r) => r.text), "all done")
+      assert.strictEqual(rows[1]?.calls[0]?.callId, "w1")
+      assert.strictEqual(rows[1]?.calls[0]?.status, "running")
+      // Replayed, the unfinished call has a result (the host's note), so the next turn can be sent.
+      yield* sql`DROP TRIGGER refuse_w1`.pipe(Effect.orDie)
+      yield* events(agent.run({ sessionId, message: "again" })).pipe(Effect.ignore)
+      const prompt = last(yield* model.recorded).prompt.content
+      assert.strictEqual(History.problemOf(prompt), undefined)
     }))
 
   it.scopedLive("an error part in the model's stream ends the turn with TurnFailed", () =>

@@ -602,8 +602,8 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
                   }
                   const streamExit = yield* restore(spans.under(StreamParts.runForEach(openParts, request, read)))
                     .pipe(Effect.exit)
-                  // The last round's results are in the rows before anything of this answer is.
-                  yield* writes.settle
+                  // A write of an earlier round that failed ends the turn before this answer is kept.
+                  yield* writes.check
                   const assistant = History.assistant(kept.text, streamed)
                   if (Exit.isFailure(streamExit) && !Cause.isInterruptedOnly(streamExit.cause)) {
                     const malformed = malformedOf(streamExit.cause)
@@ -629,6 +629,9 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
                     }
                     : row
                   if (interrupted || stored.calls.length === 0) {
+                    // The last round's results are in the rows before anything of this answer is (a
+                    // message written through the writer, below, is queued after them).
+                    yield* writes.settle
                     const id = yield* store.append(sessionId, stored)
                     messages.push(assistant)
                     if (interrupted) {
@@ -871,14 +874,17 @@ type WriteError = AppendError | Effect.Effect.Error<ReturnType<ChatStore["finish
  * the calls' outcomes (`record`), written while the next model answer streams (`start`, at its
  * first part) instead of between the last call's end and the next request. Every job of the
  * writer waits two event-loop turns first (`afterWrites`), so the request it follows has left.
- * `settle` waits for the started outcomes and writes any not yet started: before the next answer
- * is stored, before a stop records the rest `cancelled`, and when the turn ends. A failed write
- * fails the turn at `settle` (a message's, where its id is awaited).
+ * The writer keeps the order of its jobs, so a message that calls tools (`later`) is queued after
+ * the last round's outcomes without waiting for them. `settle` waits for every job and writes the
+ * outcomes not yet started: before a message written directly (a last answer, a stopped one),
+ * before a stop records the rest `cancelled`, and when the turn ends. A failed write fails the
+ * turn at the next `check` (after each answer) or `settle`.
  */
 interface Writes {
   readonly record: (write: Effect.Effect<void, WriteError>) => Effect.Effect<void>
   readonly start: Effect.Effect<void>
   readonly later: <A>(write: Effect.Effect<A, AppendError>) => Effect.Effect<Effect.Effect<A, AppendError>>
+  readonly check: Effect.Effect<void, WriteError>
   readonly settle: Effect.Effect<void, WriteError>
 }
 
@@ -919,34 +925,54 @@ const makeWrites: Effect.Effect<Writes, never, Scope.Scope> = Effect.gen(functio
     return Deferred.await(idle)
   })
   let queued: Array<Effect.Effect<void, WriteError>> = []
-  let started: Deferred.Deferred<void, WriteError> | undefined
-  const run = Effect.suspend(() => {
+  // The outcomes' jobs offered and not yet awaited by a `settle` (which reports their failures),
+  // and the first failure of any job, for `check`.
+  let started: Array<Deferred.Deferred<void, WriteError>> = []
+  let failure: Cause.Cause<WriteError> | undefined
+  const noted = <A, E extends WriteError>(write: Effect.Effect<A, E>) =>
+    Effect.tapErrorCause(write, (cause) =>
+      Effect.sync(() => {
+        failure ??= cause
+      }))
+  const writeAll = (all: ReadonlyArray<Effect.Effect<void, WriteError>>) =>
+    Effect.forEach(all, (write) => write, { discard: true })
+  const take = () => {
     const all = queued
     queued = []
-    return Effect.forEach(all, (write) => write, { discard: true })
-  })
+    return all
+  }
   return {
     record: (write) =>
       Effect.sync(() => {
         queued.push(write)
       }),
     start: Effect.suspend(() => {
-      if (queued.length === 0 || started !== undefined) return Effect.void
+      if (queued.length === 0) return Effect.void
+      // The outcomes recorded so far, and no later one: a later outcome awaits a message's write
+      // queued after this job (the writer would wait for itself).
+      const all = take()
       return Effect.flatMap(Deferred.make<void, WriteError>(), (done) => {
-        started = done
-        return offer(Effect.asVoid(Effect.intoDeferred(run, done)))
+        started.push(done)
+        return offer(Effect.asVoid(Effect.intoDeferred(noted(writeAll(all)), done)))
       })
     }),
     later: <A>(write: Effect.Effect<A, AppendError>) =>
       Effect.flatMap(
         Deferred.make<A, AppendError>(),
-        (done) => Effect.as(offer(Effect.asVoid(Effect.intoDeferred(write, done))), Deferred.await(done))
+        (done) => Effect.as(offer(Effect.asVoid(Effect.intoDeferred(noted(write), done))), Deferred.await(done))
       ),
+    check: Effect.suspend(() => failure === undefined ? Effect.void : Effect.failCause(failure)),
     settle: Effect.uninterruptible(Effect.suspend(() => {
       const running = started
-      started = undefined
+      started = []
       // A message's write no outcome waited for (a stop just after it was queued) is done too.
-      return Effect.zipRight(drained, running === undefined ? run : Effect.zipRight(Deferred.await(running), run))
+      return Effect.zipRight(
+        drained,
+        Effect.zipRight(
+          Effect.forEach(running, Deferred.await, { discard: true }),
+          Effect.suspend(() => writeAll(take()))
+        )
+      )
     }))
   }
 })

@@ -5,6 +5,7 @@
  * memory follow a change made by another connection on the same file and by another process (the
  * real `skald approvals set|rm`) on the next call.
  */
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import * as ApprovalRules from "@skald/server/inbox/ApprovalRules"
@@ -223,6 +224,35 @@ describe("the approval_rules table", () => {
       })
       const rm = yield* skald("rm", "mcp__fs__*")
       assert.strictEqual(rm.status, 0, rm.stderr)
+      assert.strictEqual((yield* rules.verdict(tool)).decision, "allow")
+    }))
+
+  it.scoped("a row the gate cannot read is a CorruptRow naming the table, not a verdict", () =>
+    Effect.gen(function*() {
+      const { rules, sql } = yield* open
+      const tool = { name: "mcp__fs__read", annotations: { readOnlyHint: true } }
+      assert.strictEqual((yield* rules.verdict(tool)).decision, "allow")
+      // A value the CHECK would refuse (let in as a damaged or hand-edited file could hold it).
+      yield* sql`PRAGMA ignore_check_constraints = ON`
+      yield* sql`INSERT INTO approval_rules (pattern, decision, created_at) VALUES ('mcp__fs__*', 'maybe', 'now')`
+      const failed = yield* Effect.flip(rules.verdict(tool))
+      assert.strictEqual(failed._tag, "CorruptRow")
+      if (failed._tag === "CorruptRow") assert.strictEqual(failed.table, "approval_rules")
+    }))
+
+  it.scoped("on an in-memory database, writes through the service decide the next verdict", () =>
+    Effect.gen(function*() {
+      const context = yield* Layer.build(
+        ApprovalRules.ApprovalRules.Default.pipe(Layer.provideMerge(SqliteClient.layer({ filename: ":memory:" })))
+      )
+      const sql = Context.get(context, SqlClient.SqlClient)
+      yield* sql`CREATE TABLE approval_rules (pattern TEXT PRIMARY KEY, decision TEXT NOT NULL, created_at TEXT NOT NULL)`
+      const rules = Context.get(context, ApprovalRules.ApprovalRules)
+      const tool = { name: "mcp__fs__read", annotations: { readOnlyHint: true } }
+      assert.strictEqual((yield* rules.verdict(tool)).decision, "allow")
+      yield* rules.set("mcp__fs__*", "deny")
+      assert.strictEqual((yield* rules.verdict(tool)).decision, "deny")
+      assert.isTrue(yield* rules.remove("mcp__fs__*"))
       assert.strictEqual((yield* rules.verdict(tool)).decision, "allow")
     }))
 })

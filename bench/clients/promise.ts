@@ -3,12 +3,14 @@
  * clients: the engine as a plain TypeScript app meets it.
  */
 import { connect as connectSkald } from "@skald/mcp/promise"
-import { type Driver, isHttp, report, runWorkload, serverCommand, startHttpServer } from "./workload.js"
+import { config, type Driver, isHttp, report, runWorkload, serverCommand, startHttpServer } from "./workload.js"
 
 const connect = async (): Promise<Driver> => {
   const kind = process.argv[2] ?? "raw"
   const http = isHttp(kind) ? await startHttpServer(kind) : undefined
-  const client = await connectSkald(http !== undefined ? { url: http.url } : serverCommand(kind, true))
+  const client = await connectSkald(
+    http !== undefined ? { url: http.url } : { ...serverCommand(kind, true), writeBatch: config.writeBatch }
+  )
   return {
     call: async (name, args) => {
       const { result } = await client.callTool(name, args)

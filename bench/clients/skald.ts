@@ -93,6 +93,8 @@ const measured = isHttp(kind)
     }))
   )
   : await Effect.runPromise(
-    Effect.scoped(program(StdioTransport.client({ server: "bench", ...serverCommand(kind, true) })))
+    Effect.scoped(
+      program(StdioTransport.client({ server: "bench", ...serverCommand(kind, true), writeBatch: config.writeBatch }))
+    )
   )
 report(summarize(measured))

@@ -27,7 +27,13 @@ export const config = {
    */
   bigWarmup: Number(process.env.BENCH_BIG_WARMUP ?? 100),
   big: Number(process.env.BENCH_BIG ?? 1000),
-  lists: Number(process.env.BENCH_LISTS ?? 5)
+  lists: Number(process.env.BENCH_LISTS ?? 5),
+  /**
+   * Skald's stdio `writeBatch` (the most messages one pipe write holds); unset, the transport's
+   * default. A value above the in-flight count (`BENCH_WRITE_BATCH=100000`) gives the one write per
+   * event-loop turn of before issue 28's round five, for A/B runs.
+   */
+  writeBatch: process.env.BENCH_WRITE_BATCH === undefined ? undefined : Number(process.env.BENCH_WRITE_BATCH)
 }
 
 export interface Metrics {

@@ -17,6 +17,7 @@ import * as ChildProcess from "node:child_process"
 import * as DirectDelivery from "./internal/directDelivery.js"
 import * as LineFramer from "./internal/lineFramer.js"
 import * as StderrLines from "./internal/stderrLines.js"
+import * as WriteBatcher from "./internal/writeBatcher.js"
 import * as JsonRpc from "./JsonRpc.js"
 import * as McpClient from "./McpClient.js"
 import * as McpLog from "./McpLog.js"
@@ -46,6 +47,12 @@ export interface Options {
   readonly termGrace?: Duration.DurationInput | undefined
   /** How many of the last stderr lines an exit error carries (default 20). */
   readonly stderrTailLines?: number | undefined
+  /**
+   * The most messages one pipe write holds (default 32). The messages of one event-loop turn are
+   * written together, in writes of at most this many, so that a burst's first requests reach the
+   * server while the rest are still being made; 1 writes each message as it is sent.
+   */
+  readonly writeBatch?: number | undefined
 }
 
 type ExitInfo = { readonly code: number | null; readonly signal: NodeJS.Signals | null }
@@ -97,26 +104,18 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
     const exited = yield* Deferred.make<ExitInfo>()
     const stderrTail: Array<string> = []
 
-    // Writes of one event-loop turn go out as one pipe write. The newlines are added by the join
-    // (a trailing empty item gives the last one), not by concatenating each message. Declared before
-    // the process is acquired: its release (shutdown) flushes, and may run before the code below
-    // does (an interruption right after the spawn, e.g. a server restarted while starting).
-    let pending: Array<string> = []
-    let scheduled = false
+    // Writes of one event-loop turn go out together, cut every `writeBatch` messages
+    // (internal/writeBatcher.ts). Made before the process is acquired: its release (shutdown)
+    // flushes, and may run before the code below does (an interruption right after the spawn, e.g.
+    // a server restarted while starting).
     let stdin: NodeJS.WritableStream & { readonly writable: boolean } | undefined
-    const flush = () => {
-      scheduled = false
-      if (pending.length === 0) return
-      let data: string
-      if (pending.length === 1) {
-        data = `${pending[0]!}\n`
-      } else {
-        pending.push("")
-        data = pending.join("\n")
-      }
-      pending = []
-      if (stdin?.writable === true) stdin.write(data)
-    }
+    const writes = WriteBatcher.make({
+      write: (data) => {
+        if (stdin?.writable === true) stdin.write(data)
+      },
+      schedule: setImmediate,
+      maxMessages: options.writeBatch
+    })
 
     const child = yield* Effect.acquireRelease(
       Effect.async<ChildProcess.ChildProcess, McpError.McpSpawnError>((resume) => {
@@ -221,13 +220,7 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
       })
     })
 
-    const send = (message: JsonRpc.Message) => {
-      pending.push(JSON.stringify(message))
-      if (!scheduled) {
-        scheduled = true
-        setImmediate(flush)
-      }
-    }
+    const send = (message: JsonRpc.Message) => writes.send(JSON.stringify(message))
 
     function shutdown(handle: ChildProcess.ChildProcess) {
       // Finalizers run uninterruptibly: the wait itself must be interruptible for its timeout to fire.
@@ -237,7 +230,7 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
       return Effect.gen(function*() {
         if (!(yield* isDone)) {
           // What was queued this turn (a last `notifications/cancelled`) goes out before EOF.
-          flush()
+          writes.flush()
           handle.stdin?.end()
           if (Option.isNone(yield* waitExit(stdinGrace))) {
             log("lifecycle", `did not exit ${Duration.format(stdinGrace)} after stdin closed; sending SIGTERM`)

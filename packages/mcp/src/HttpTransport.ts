@@ -26,6 +26,7 @@ import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
+import * as HeapTrim from "./internal/heapTrim.js"
 import * as HttpExchange from "./internal/httpExchange.js"
 import * as Span from "./internal/span.js"
 import * as JsonRpc from "./JsonRpc.js"
@@ -74,6 +75,8 @@ interface Inflight {
  */
 export const make = (options: Options): Effect.Effect<Service, never, Scope.Scope> =>
   Effect.gen(function*() {
+    // Large answers' read buffers stay mapped between answers (internal/heapTrim.ts).
+    HeapTrim.once()
     const server = options.server
     const url = options.url
     const maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES

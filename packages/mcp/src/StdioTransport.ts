@@ -15,6 +15,7 @@ import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as ChildProcess from "node:child_process"
 import * as DirectDelivery from "./internal/directDelivery.js"
+import * as HeapTrim from "./internal/heapTrim.js"
 import * as LineFramer from "./internal/lineFramer.js"
 import * as StderrLines from "./internal/stderrLines.js"
 import * as WriteBatcher from "./internal/writeBatcher.js"
@@ -81,6 +82,8 @@ const killGroup = (pid: number | undefined, signal: NodeJS.Signals): boolean => 
 /** Starts the server process; the returned transport lives as long as the scope. */
 export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawnError, Scope.Scope> =>
   Effect.gen(function*() {
+    // Large answers' read buffers stay mapped between answers (internal/heapTrim.ts).
+    HeapTrim.once()
     const server = options.server
     const maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES
     const stdinGrace = Duration.decode(options.stdinGrace ?? "2 seconds")

@@ -135,6 +135,16 @@ const responseOf = (m: Record<string, unknown>): Success | Failure | undefined =
 export const request = (id: RequestId, method: string, params?: unknown): Request =>
   params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params }
 
+/**
+ * A plain `tools/call` request as JSON text — the same text as `JSON.stringify` of `request(id,
+ * "tools/call", { name, arguments: args, _meta: { progressToken: id } })`, written directly (the
+ * engine's hot path; a property test holds the two equal).
+ */
+export const toolsCallJson = (id: number, name: string, args: unknown): string =>
+  `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":${JSON.stringify(name)},"arguments":${
+    JSON.stringify(args)
+  },"_meta":{"progressToken":${id}}}}`
+
 /** A notification message. */
 export const notification = (method: string, params?: unknown): Notification =>
   params === undefined ? { jsonrpc: "2.0", method } : { jsonrpc: "2.0", method, params }

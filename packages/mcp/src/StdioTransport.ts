@@ -253,7 +253,7 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
       })
     }
 
-    const service = { server, kind: "stdio", pid, send, incoming } satisfies Service
+    const service = { server, kind: "stdio", pid, send, sendJson: writes.send, incoming } satisfies Service
     return DirectDelivery.offer(service, (r) => {
       receiver = r
     })

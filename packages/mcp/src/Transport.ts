@@ -24,6 +24,12 @@ export interface Service {
    * with the reason).
    */
   readonly send: (message: JsonRpc.Message) => void
+  /**
+   * Optional, for a transport that writes JSON text as it is (stdio): `send` for a message the
+   * engine has already serialized (one line of JSON, no newline). The engine writes its plain
+   * `tools/call` requests this way — straight to text, with no message objects to build and walk.
+   */
+  readonly sendJson?: ((json: string) => void) | undefined
   /** The session the server assigned (`Mcp-Session-Id`, HTTP only), for the request spans' `mcp.session.id`. */
   readonly sessionId?: (() => string | undefined) | undefined
   /** Incoming messages, in order. Ends with the reason the connection closed. */

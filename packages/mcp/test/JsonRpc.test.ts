@@ -154,6 +154,23 @@ describe("JsonRpc codec", () => {
   })
 })
 
+describe("JsonRpc.toolsCallJson", () => {
+  it.prop(
+    "is the JSON text of the tools/call request it stands for, and parses back to it",
+    {
+      id: fc.nat(),
+      name: fc.string({ unit: "binary" }),
+      args: fc.dictionary(fc.string({ unit: "binary" }), json, { maxKeys: 6 })
+    },
+    ({ args, id, name }) => {
+      const message = JsonRpc.request(id, "tools/call", { name, arguments: args, _meta: { progressToken: id } })
+      const text = JsonRpc.toolsCallJson(id, name, args)
+      assert.strictEqual(text, JSON.stringify(message))
+      deepStrictEqual(JsonRpc.classify(JSON.parse(text)), { _tag: "Request", message })
+    }
+  )
+})
+
 describe("JsonRpc.classify", () => {
   it.prop("classifies every request, notification, success and failure as the codec does", [message], ([m]) => {
     const classified = JsonRpc.classify(m)

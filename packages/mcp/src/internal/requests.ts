@@ -146,6 +146,7 @@ export interface Requests {
 export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): Effect.Effect<Requests> =>
   Effect.gen(function*() {
     const { clock, transport } = conn
+    const sendJson = transport.sendJson
     const { callTimeoutMillis, lateGraceMillis, resetOnProgress } = conn.settings
     // (Not a `Map`: see internal/pendingTable.ts.)
     const pending = PendingTable.make<Pending>()
@@ -302,7 +303,13 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
         if (entry.deadline < sleepingUntil) Deferred.unsafeDone(wake, Exit.void)
       }
       // A plain tools/call holds its arguments here; its params are made now, with the request id
-      // as its progress token.
+      // as its progress token — as JSON text at once where the transport takes text (and no span
+      // context goes in `_meta`).
+      if (entry.toolName !== undefined && entry.span === undefined && sendJson !== undefined) {
+        const args = entry.params
+        entry.params = undefined
+        return sendJson(JsonRpc.toolsCallJson(entry.id, entry.toolName, args))
+      }
       let params = entry.toolName === undefined
         ? entry.params
         : { name: entry.toolName, arguments: entry.params, _meta: { progressToken: entry.id } }

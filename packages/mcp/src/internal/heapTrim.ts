@@ -27,5 +27,9 @@ let done = false
 export const once = (): void => {
   if (done) return
   done = true
-  Buffer.allocUnsafeSlow(8 * 1024 * 1024)
+  try {
+    Buffer.allocUnsafeSlow(8 * 1024 * 1024)
+  } catch {
+    // No address space to spare (a strict overcommit policy): nothing to gain, and nothing lost.
+  }
 }

@@ -4,7 +4,7 @@
  * (or once `maxChars` characters are queued), so the peer starts on the first requests while the
  * rest are still being made. With the client and the server on different cores the two then work
  * at the same time instead of in turns: 256 calls in flight against the raw JSON-lines server went
- * from ~125 k to ~165 k calls/s here with no more CPU per call (docs/performance.md, issue 28).
+ * from ~128 k to ~185 k calls/s here, CPU per call within noise (docs/performance.md, issue 28).
  * Plain code: it runs on every request.
  */
 

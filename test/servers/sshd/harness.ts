@@ -115,12 +115,74 @@ export interface SetupOptions {
 }
 
 /**
+ * The test sshd, its users and their passwords are one resource for the whole machine (setup.sh
+ * gives the users new passwords, teardown.sh stops the sshd), and vitest runs test files in
+ * parallel forks: a file holds this lock from its setup to its teardown, so two files never use the
+ * sshd at once (ssh.test.ts's passphrase and TTL tests failed when ssh-inbox.test.ts set up or tore
+ * down the sshd under them). A lock whose holder is gone (a run killed midway) is taken over.
+ */
+const LOCK_DIR = `${STATE_DIR}.lock`
+const LOCK_WAIT_MS = 400_000
+
+const sleepSync = (millis: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, millis)
+
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+const lockHolder = (): number | undefined => {
+  try {
+    const pid = Number(fs.readFileSync(path.join(LOCK_DIR, "pid"), "utf8"))
+    return pid > 0 ? pid : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const acquireLock = () => {
+  const deadline = Date.now() + LOCK_WAIT_MS
+  while (true) {
+    try {
+      fs.mkdirSync(LOCK_DIR)
+      fs.writeFileSync(path.join(LOCK_DIR, "pid"), String(process.pid))
+      return
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
+    }
+    const holder = lockHolder()
+    if (holder === process.pid) return
+    if (holder !== undefined && !isAlive(holder)) {
+      fs.rmSync(LOCK_DIR, { recursive: true, force: true })
+      continue
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `The test sshd is in use by process ${holder ?? "(unknown)"} (lock ${LOCK_DIR}) and was not released ` +
+          `within ${LOCK_WAIT_MS / 1000} s: end that run, or remove ${LOCK_DIR} if nothing holds it.`
+      )
+    }
+    sleepSync(250)
+  }
+}
+
+const releaseLock = () => {
+  if (lockHolder() === process.pid) fs.rmSync(LOCK_DIR, { recursive: true, force: true })
+}
+
+/**
  * Brings up the test sshd: installs its packages when root on Debian (the script .ci/run uses),
  * runs setup.sh and reads what it wrote. Throws — never skips — when it cannot, saying what to run.
+ * Holds the sshd's lock (above) until `teardownSshd`.
  */
 export const setupSshd = (options: SetupOptions = {}): SshdState => {
   const decided = plan(options.uid ?? process.getuid?.() ?? -1, probe(options.env))
   if (decided._tag === "Fail") throw new Error(decided.message)
+  acquireLock()
   if (decided._tag === "Install") run(installScript, [], 300_000, options.env)
   run(setupSh, [], 120_000, options.env)
   return readState()
@@ -130,7 +192,11 @@ export const readState = (): SshdState =>
   JSON.parse(fs.readFileSync(path.join(STATE_DIR, "state.json"), "utf8")) as SshdState
 
 export const teardownSshd = (): void => {
-  run(path.join(here, "teardown.sh"), [], 60_000)
+  try {
+    run(path.join(here, "teardown.sh"), [], 60_000)
+  } finally {
+    releaseLock()
+  }
 }
 
 // --- what everything said -----------------------------------------------------------------------

@@ -416,6 +416,67 @@ describe("McpClient routing", () => {
     { fastCheck: { numRuns: 100 } }
   )
 
+  // A fiber's wait is built once and reused for each of its requests (internal/requests.ts,
+  // `Waiter`): whatever it waited for before, an interruption abandons the request it waits for
+  // now, and a request it makes afterwards (uninterruptibly, while unwinding) is its own again.
+  const via = fc.constantFrom("request" as const, "callTool" as const)
+  it.effect.prop(
+    "one fiber's requests in turn: an interruption cancels the one it waits for, not an earlier one; later ones are answered",
+    { before: fc.array(via, { maxLength: 4 }), stopped: via, after: fc.array(via, { maxLength: 3 }) },
+    ({ after, before, stopped }) =>
+      Effect.gen(function*() {
+        const { sink } = makeLogCapture()
+        yield* Effect.gen(function*() {
+          const { client, peer } = yield* Memory.connect()
+          const call = (v: "request" | "callTool", marker: string) =>
+            v === "request"
+              ? client.request("tools/call", { name: "echo", arguments: { marker } })
+              : Effect.map(client.callTool("echo", { marker }), (o) => o.wire)
+          const answered: Array<unknown> = []
+          const fiber = yield* Effect.fork(Effect.uninterruptibleMask((restore) =>
+            Effect.gen(function*() {
+              for (const [i, v] of before.entries()) answered.push(yield* restore(call(v, `b${i}`)))
+              answered.push(yield* Effect.exit(restore(call(stopped, "x"))))
+              for (const [i, v] of after.entries()) answered.push(yield* call(v, `a${i}`))
+            })
+          ))
+          /** The next request (a `tools/list` on the way is answered). */
+          const nextRequest: Effect.Effect<JsonRpc.Request> = Effect.gen(function*() {
+            while (true) {
+              const m = yield* peer.next
+              if (!Memory.isRequest(m)) return yield* Effect.dieMessage(`expected a request, got ${JSON.stringify(m)}`)
+              if (m.method !== "tools/list") return m
+              yield* answerToolsList(peer, m)
+            }
+          })
+          const answerNext = (marker: string) =>
+            Effect.gen(function*() {
+              const m = yield* nextRequest
+              assert.strictEqual(markerOf(m), marker)
+              yield* peer.push(JsonRpc.success(m.id, textResult(`echo:${marker}`)))
+            })
+          for (let i = 0; i < before.length; i++) yield* answerNext(`b${i}`)
+          const x = yield* nextRequest
+          assert.strictEqual(markerOf(x), "x")
+          yield* Fiber.interruptFork(fiber)
+          deepStrictEqual(
+            yield* peer.next,
+            JsonRpc.notification("notifications/cancelled", { requestId: x.id, reason: McpClient.STOP_REASON })
+          )
+          for (let i = 0; i < after.length; i++) yield* answerNext(`a${i}`)
+          assert.isTrue(Exit.isInterrupted(yield* Fiber.await(fiber)))
+          deepStrictEqual(answered.length, before.length + 1 + after.length)
+          before.forEach((_, i) => deepStrictEqual(answered[i], textResult(`echo:b${i}`)))
+          const stoppedExit = answered[before.length] as Exit.Exit<unknown, unknown>
+          assert.isTrue(Exit.isInterrupted(stoppedExit), "the stopped call ends interrupted")
+          after.forEach((_, i) => deepStrictEqual(answered[before.length + 1 + i], textResult(`echo:a${i}`)))
+          yield* barrier(peer)
+          assert.strictEqual(cancelledIn(peer.history()).length, 1)
+        }).pipe(Effect.scoped, Effect.provideService(McpLog.McpLogSink, sink))
+      }),
+    { fastCheck: { numRuns: 50 } }
+  )
+
   it.effect("a second answer to the same request is dropped with a warning", () =>
     Effect.gen(function*() {
       const { lines, sink } = makeLogCapture()

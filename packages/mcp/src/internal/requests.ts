@@ -13,6 +13,7 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as Predicate from "effect/Predicate"
 import * as RuntimeFlags from "effect/RuntimeFlags"
@@ -100,6 +101,25 @@ export class PendingEntry implements Pending {
 
 const notWaiting = () => {}
 
+/**
+ * One fiber's wait for an answer, built once per fiber and connection rather than once per
+ * request (five effects and two closures less per call, most of them alive for as long as the
+ * call is in flight). Only its own fiber runs it, and a fiber waits for one request at a time:
+ * `entry` is set as the fiber builds its request and read when it runs the wait — no step of any
+ * other code of that fiber comes in between, even if the fiber yields — and by the failure
+ * handler when that wait is interrupted.
+ */
+class Waiter {
+  entry: PendingEntry | undefined = undefined
+  readonly interruptible: Effect.Effect<any, McpError.McpError>
+  readonly uninterruptible: Effect.Effect<any, McpError.McpError>
+  constructor(make: (waiter: Waiter) => Pick<Waiter, "interruptible" | "uninterruptible">) {
+    const waits = make(this)
+    this.interruptible = waits.interruptible
+    this.uninterruptible = waits.uninterruptible
+  }
+}
+
 /** One connection's requests. */
 export interface Requests {
   /** In flight, by id. */
@@ -118,7 +138,11 @@ export interface Requests {
   /** A `notifications/progress` for a pending plain `tools/call` (the effect: telling its caller). */
   readonly onCallProgress: (entry: Pending, params: JsonObject) => Effect.Effect<void> | undefined
   /** Waits for the answer of `entry`, sent as the fiber suspends (see below). */
-  readonly awaitAnswer: (interruptible: boolean, entry: PendingEntry) => Effect.Effect<any, McpError.McpError>
+  readonly awaitAnswer: (
+    fiber: Fiber.RuntimeFiber<any, any>,
+    interruptible: boolean,
+    entry: PendingEntry
+  ) => Effect.Effect<any, McpError.McpError>
   readonly send: (
     method: string,
     params: unknown,
@@ -150,6 +174,8 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
     const { callTimeoutMillis, lateGraceMillis, resetOnProgress } = conn.settings
     // (Not a `Map`: see internal/pendingTable.ts.)
     const pending = PendingTable.make<Pending>()
+    /** Each waiting fiber's wait (see `awaitAnswer`); a fiber's goes with it. */
+    const waiters = new WeakMap<Fiber.RuntimeFiber<any, any>, Waiter>()
     let nextId = 0
     let closed: McpError.McpConnectionError | undefined
 
@@ -329,21 +355,39 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
      * This is the hot path of every call, so it is built from the fewest fiber steps that keep
      * those semantics: `Effect.async` without a canceller, inside an interruptible region, under a
      * failure handler in an uninterruptible one — the structure `Effect.onInterrupt` builds, minus
-     * its extra steps and closures (the two closures here hold only the entry). `interruptible` is
-     * the caller's own flag: a caller in an uninterruptible region cannot be interrupted while it
-     * waits, so it needs no handler (and the region is never widened).
+     * its extra steps and closures. `interruptible` is the caller's own flag: a caller in an
+     * uninterruptible region cannot be interrupted while it waits, so it needs no handler (and the
+     * region is never widened).
+     *
+     * The structure is built once per waiting fiber (see `Waiter`), not once per request: the
+     * request goes in the fiber's slot just before the fiber runs the wait.
      */
-    const awaitAnswer = (interruptible: boolean, entry: PendingEntry): Effect.Effect<any, McpError.McpError> => {
+    const awaitAnswer = (
+      fiber: Fiber.RuntimeFiber<any, any>,
+      interruptible: boolean,
+      entry: PendingEntry
+    ): Effect.Effect<any, McpError.McpError> => {
+      let waiter = waiters.get(fiber)
+      if (waiter === undefined) {
+        waiter = new Waiter(makeWait)
+        waiters.set(fiber, waiter)
+      }
+      waiter.entry = entry
+      return interruptible ? waiter.interruptible : waiter.uninterruptible
+    }
+
+    /** The wait of one fiber, reading its request from `waiter`. */
+    const makeWait = (waiter: Waiter) => {
       const wait = Effect.async<unknown, McpError.McpError>((resume) => {
         if (closed !== undefined) return resume(Exit.fail(closed))
-        register(entry, resume)
+        register(waiter.entry!, resume)
       })
-      if (!interruptible) return wait
-      return Effect.uninterruptible(Effect.catchAllCause(Effect.interruptible(wait), (cause) => {
+      const interruptible = Effect.uninterruptible(Effect.catchAllCause(Effect.interruptible(wait), (cause) => {
         // An entry never sent (id -1) is in no table: `abandon` finds nothing to do.
-        if (Cause.isInterruptedOnly(cause)) abandon(entry, STOP_REASON)
+        if (Cause.isInterruptedOnly(cause)) abandon(waiter.entry!, STOP_REASON)
         return Effect.failCause(cause)
       }))
+      return { interruptible, uninterruptible: wait }
     }
 
     const send = (
@@ -354,10 +398,10 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
       late?: (answer: unknown) => void,
       span?: Tracer.Span
     ): Effect.Effect<unknown, McpError.McpError> =>
-      Effect.withFiberRuntime((_, status) => {
+      Effect.withFiberRuntime((fiber, status) => {
         const entry = new PendingEntry(method, params, cancellable, timeoutMillis, undefined, undefined, late)
         entry.span = span
-        return awaitAnswer(RuntimeFlags.interruption(status.runtimeFlags), entry)
+        return awaitAnswer(fiber, RuntimeFlags.interruption(status.runtimeFlags), entry)
       })
 
     const requestDetached = (method: string, params: unknown) => {

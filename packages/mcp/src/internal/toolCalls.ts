@@ -8,6 +8,7 @@ import type * as McpTool from "@skald/domain/McpTool"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
 import * as Predicate from "effect/Predicate"
 import * as RuntimeFlags from "effect/RuntimeFlags"
 import * as CallResult from "../CallResult.js"
@@ -80,12 +81,13 @@ export const make = (
    * -32603) or an `isError` result naming the tool and saying so — becomes `McpUnknownTool` with the names it lists. Any other answer is the answer.
    */
   const callUnlisted = (
+    fiber: Fiber.RuntimeFiber<any, any>,
     interruptible: boolean,
     name: string,
     args: JsonObject | undefined,
     options: RequestOptions | undefined
   ): Effect.Effect<CallOutcome, McpError.McpError> =>
-    callPlain(interruptible, name, undefined, args, options).pipe(
+    callPlain(fiber, interruptible, name, undefined, args, options).pipe(
       Effect.catchTag("McpRequestError", (error): Effect.Effect<never, McpError.McpError> =>
         Effect.fail(
           SAYS_UNKNOWN.test(error.reason) &&
@@ -140,6 +142,7 @@ export const make = (
 
   /** A plain tools/call: one request, its answer classified as it is delivered (see `deliver`). */
   const callPlain = (
+    fiber: Fiber.RuntimeFiber<any, any>,
     interruptible: boolean,
     name: string,
     tool: McpTool.McpTool | undefined,
@@ -164,10 +167,11 @@ export const make = (
       Math.max(maxTotal, timeoutMillis)
     )
     if (options !== undefined) entry.span = Span.spanOf(options)
-    return awaitAnswer(interruptible, entry)
+    return awaitAnswer(fiber, interruptible, entry)
   }
 
   const callWith = (
+    fiber: Fiber.RuntimeFiber<any, any>,
     interruptible: boolean,
     name: string,
     tool: McpTool.McpTool | undefined,
@@ -180,29 +184,30 @@ export const make = (
         return Effect.fail(new McpError.McpTaskUnsupported({ server: conn.server, tool: name }))
       }
     }
-    return callPlain(interruptible, name, tool, args, options)
+    return callPlain(fiber, interruptible, name, tool, args, options)
   }
 
   const callToolIn = (
+    fiber: Fiber.RuntimeFiber<any, any>,
     interruptible: boolean,
     name: string,
     args: JsonObject | undefined,
     options: RequestOptions | undefined
   ): Effect.Effect<CallOutcome, McpError.McpError> => {
     const known = isFresh() ? byName(name) : undefined
-    if (known !== undefined) return callWith(interruptible, name, known, args, options)
+    if (known !== undefined) return callWith(fiber, interruptible, name, known, args, options)
     // A hidden tool that answered before is called again without a refresh.
     if (answeredUnlisted.has(name) && isFresh() && cache.latest() !== undefined) {
-      return callUnlisted(interruptible, name, args, options)
+      return callUnlisted(fiber, interruptible, name, args, options)
     }
     return Effect.flatMap(lookUpSlowly(name), (tool) =>
-      Effect.withFiberRuntime((_, status) => {
+      Effect.withFiberRuntime((fiber, status) => {
         const interruptible = RuntimeFlags.interruption(status.runtimeFlags)
         // Listed, or no list to judge by (the server failed tools/list): called as usual.
         if (tool !== undefined || cache.latest() === undefined) {
-          return callWith(interruptible, name, tool, args, options)
+          return callWith(fiber, interruptible, name, tool, args, options)
         }
-        return callUnlisted(interruptible, name, args, options)
+        return callUnlisted(fiber, interruptible, name, args, options)
       }))
   }
 
@@ -214,13 +219,18 @@ export const make = (
   // internal/span.ts.
   const callTool = (name: string, args?: JsonObject, options?: RequestOptions) =>
     Effect.withFiberRuntime<CallOutcome, McpError.McpError>((fiber, status) => {
-      if (!Span.isTraced(fiber)) return callToolIn(RuntimeFlags.interruption(status.runtimeFlags), name, args, options)
+      if (!Span.isTraced(fiber)) {
+        return callToolIn(fiber, RuntimeFlags.interruption(status.runtimeFlags), name, args, options)
+      }
       return Span.around(
         `tools/call ${name}`,
         Span.requestAttributes(conn.server, "tools/call", name),
         (span) =>
-          Effect.withFiberRuntime((_, inner) =>
-            callToolIn(RuntimeFlags.interruption(inner.runtimeFlags), name, args, { ...options, traceSpan: span })
+          Effect.withFiberRuntime((inner, status) =>
+            callToolIn(inner, RuntimeFlags.interruption(status.runtimeFlags), name, args, {
+              ...options,
+              traceSpan: span
+            })
           )
       )
     })

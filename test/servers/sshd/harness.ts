@@ -8,6 +8,7 @@
  */
 import type { McpError } from "@skald/domain"
 import { Elicitation, McpClient, McpLog, StdioTransport } from "@skald/mcp"
+import { isAlive } from "@skald/server/host/ProcessAlive"
 import { Effect } from "effect"
 import type { Scope } from "effect"
 import { execFileSync } from "node:child_process"
@@ -125,15 +126,6 @@ const LOCK_DIR = `${STATE_DIR}.lock`
 const LOCK_WAIT_MS = 400_000
 
 const sleepSync = (millis: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, millis)
-
-const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
 
 const lockHolder = (): number | undefined => {
   try {

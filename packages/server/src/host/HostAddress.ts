@@ -14,6 +14,7 @@ import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { Paths, PRIVATE_FILE_MODE } from "./Paths.js"
+import { isAlive } from "./ProcessAlive.js"
 
 /** What the record holds. */
 export const Address = Schema.Struct({ pid: Schema.Number, url: Schema.String })
@@ -23,15 +24,6 @@ const decode = Schema.decodeUnknownOption(Schema.parseJson(Address))
 
 /** The record's file in a home. */
 export const fileOf = (paths: Paths): string => Path.join(paths.dataDir, "host.json")
-
-const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
 
 const readRecord = (file: string): Option.Option<Address> => {
   try {

@@ -18,21 +18,13 @@ import * as Database from "./Database.js"
 import { UnknownServer } from "./HostError.js"
 import { McpServerRepo } from "./McpServerRepo.js"
 import { Paths } from "./Paths.js"
+import { isAlive } from "./ProcessAlive.js"
 import * as StatusRepoModule from "./StatusRepo.js"
 import { StatusRepo } from "./StatusRepo.js"
 import { nowIso } from "./Time.js"
 
 /** A heartbeat older than this means the host is gone (it beats every 2 s by default). */
 export const DEFAULT_STALE_AFTER = Duration.seconds(10)
-
-const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
 
 /** True when a host is running on this database: a fresh heartbeat from a live process. */
 export const hostRunning = (staleAfter: Duration.DurationInput = DEFAULT_STALE_AFTER) =>

@@ -11,6 +11,7 @@
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
 import * as ChildProcess from "node:child_process"
 import { fileURLToPath } from "node:url"
 
@@ -30,10 +31,12 @@ const pump = () => {
   if (pumping) setImmediate(pump)
 }
 
-const onStop = () => {
+const onStop = (_entry?: number) => {
   // What `abandon` would do: only the shape matters here.
   waiting.length
 }
+
+const waiters = new WeakMap<Fiber.RuntimeFiber<any, any>, { slot: { entry: number }; wait: Effect.Effect<number> }>()
 
 const waits: Record<string, () => Effect.Effect<number>> = {
   "Effect.async, bare": () => Effect.async<number>((resume) => void waiting.push(resume)),
@@ -46,6 +49,41 @@ const waits: Record<string, () => Effect.Effect<number>> = {
           if (Cause.isInterruptedOnly(cause)) onStop()
           return Effect.failCause(cause)
         }
+      )
+    ),
+  // What callTool runs since round six: the same structure, looked up by the fiber
+  // (`withFiberRuntime`) and built once per fiber, the request handed over in a slot.
+  "the same, built once per fiber": () =>
+    Effect.withFiberRuntime((fiber) => {
+      let waiter = waiters.get(fiber)
+      if (waiter === undefined) {
+        const slot = { entry: 0 }
+        const wait = Effect.uninterruptible(
+          Effect.catchAllCause(
+            Effect.interruptible(Effect.async<number>((resume) => void waiting.push(resume))),
+            (cause) => {
+              if (Cause.isInterruptedOnly(cause)) onStop(slot.entry)
+              return Effect.failCause(cause)
+            }
+          )
+        )
+        waiter = { slot, wait }
+        waiters.set(fiber, waiter)
+      }
+      waiter.slot.entry++
+      return waiter.wait
+    }),
+  // The same structure built per call, behind the same `withFiberRuntime` (round five's callTool).
+  "the same, built per call behind withFiberRuntime": () =>
+    Effect.withFiberRuntime(() =>
+      Effect.uninterruptible(
+        Effect.catchAllCause(
+          Effect.interruptible(Effect.async<number>((resume) => void waiting.push(resume))),
+          (cause) => {
+            if (Cause.isInterruptedOnly(cause)) onStop()
+            return Effect.failCause(cause)
+          }
+        )
       )
     ),
   "uninterruptibleMask(catchAllCause(restore(async)))": () =>

@@ -15,7 +15,7 @@ import { ChatStore } from "@skald/server/agent/ChatStore"
 import * as Grants from "@skald/server/agent/Grants"
 import * as OpenAiCompatible from "@skald/server/agent/llm/OpenAiCompatible"
 import * as Approvals from "@skald/server/inbox/Approvals"
-import { Chunk, Context, Effect, Exit, Layer, Scope, Stream } from "effect"
+import { Chunk, Context, Effect, Exit, Layer, Option, Scope, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fixture } from "./fixtures/fixtures.js"
@@ -76,6 +76,7 @@ const host = (
     return {
       agent: Context.get(built, Agent),
       grants: Context.get(built, Grants.Grants),
+      store: Context.get(built, ChatStore),
       manager,
       alphaTools,
       betaTools
@@ -193,7 +194,7 @@ describe("lazy tool loading, seen in the model's requests", () => {
         ModelStandin.text("all done")
       ])
       const scope = yield* Scope.make()
-      const { agent, alphaTools, betaTools, grants } = yield* host(home, agentsDir, standin.url, scope)
+      const { agent, alphaTools, betaTools, grants, store } = yield* host(home, agentsDir, standin.url, scope)
       const events = yield* run(agent, { message: "delegate" })
       assert.strictEqual(events.at(-1)!._tag, "TurnDone")
       const sessionId = (events.find((e) => e._tag === "TurnStarted") as { sessionId: string }).sessionId
@@ -214,6 +215,20 @@ describe("lazy tool loading, seen in the model's requests", () => {
       assert.deepStrictEqual(yield* grants.list(Grants.sessionScope(sessionId)), ["alpha"])
       const stack = subAnswer.match(/stack ([0-9a-f-]{36})/)![1]!
       assert.deepStrictEqual(yield* grants.list(Grants.stackScope(sessionId, stack)), [])
+      // Its transcript is a sub-session of the parent's: not among the sessions, listed under the
+      // parent's, deleted with it.
+      assert.deepStrictEqual((yield* store.listSessions).map((s) => s.id), [sessionId])
+      const [sub, ...more] = yield* store.subSessions(sessionId)
+      assert.deepStrictEqual(more, [])
+      assert.strictEqual(sub!.agent, "helper")
+      assert.strictEqual(sub!.parent, sessionId)
+      assert.strictEqual(sub!.title, "echo it")
+      const transcript = yield* store.history(sub!.id)
+      assert.deepStrictEqual(transcript[0]!.text, "echo it")
+      assert.deepStrictEqual(transcript.at(-1)!.text, "sub done")
+      assert.isTrue(yield* store.removeSession(sessionId))
+      assert.isTrue(Option.isNone(yield* store.getSession(sub!.id)))
+      assert.deepStrictEqual(yield* store.history(sub!.id), [])
       yield* Scope.close(scope, Exit.void)
     }))
 

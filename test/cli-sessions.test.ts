@@ -32,15 +32,18 @@ const seeded = Effect.gen(function*() {
     })
     yield* store.cancelRunning(id, History.CANCELLED_RESULT)
     yield* store.append(session.id, { role: "assistant", text: "It is 21.5 °C.", calls: [] })
-    return { id: session.id }
+    // A sub-agent it dispatched, with its own transcript.
+    const sub = yield* store.createSession({ agent: "helper", title: "look it up", parent: session.id })
+    yield* store.append(sub.id, { role: "user", text: "look it up", calls: [] })
+    return { id: session.id, subId: sub.id }
   }))
-  return { home, id: store.id }
+  return { home, id: store.id, subId: store.subId }
 })
 
 describe("skald sessions", () => {
   it.live("list, show (text and --json) and rm", () =>
     Effect.gen(function*() {
-      const { home, id } = yield* seeded
+      const { home, id, subId } = yield* seeded
 
       const list = yield* skald(home, ["sessions", "list"])
       assert.strictEqual(list.status, 0, list.stderr)
@@ -56,10 +59,20 @@ describe("skald sessions", () => {
       assert.include(show.stdout, `    {"city":"Paris","temperature":21.5}`)
       assert.include(show.stdout, "  tool mcp__cancel__wait {} → cancelled")
       assert.include(show.stdout, "assistant: It is 21.5 °C.")
+      // The sub-agent's session: not listed above, shown under its parent, which it names.
+      assert.include(show.stdout, `\n\nsub-agent sessions (skald sessions show ID):\n  ${subId}  helper  `)
+      const showSub = yield* skald(home, ["sessions", "show", subId])
+      assert.strictEqual(showSub.status, 0, showSub.stderr)
+      assert.include(showSub.stdout, `a sub-agent's session, dispatched from session ${id}`)
+      assert.include(showSub.stdout, "user: look it up")
 
       const showJson = yield* skald(home, ["sessions", "show", "--json", id])
       const shown = JSON.parse(showJson.stdout)
       assert.strictEqual(shown.session.id, id)
+      assert.deepStrictEqual(shown.subAgents.map((sub: { id: string; parent: string }) => [sub.id, sub.parent]), [[
+        subId,
+        id
+      ]])
       assert.deepStrictEqual(shown.messages.map((m: { role: string }) => m.role), ["user", "assistant", "assistant"])
       assert.deepStrictEqual(shown.messages[1].calls[0], {
         callId: "c1",
@@ -74,6 +87,8 @@ describe("skald sessions", () => {
       assert.strictEqual(rm.status, 0, rm.stderr)
       assert.include(rm.stderr, `removed session ${id}`)
       assert.strictEqual((yield* skald(home, ["sessions", "list"])).stdout, "")
+      // Its sub-agent's session went with it.
+      assert.strictEqual((yield* skald(home, ["sessions", "show", subId])).status, 2)
     }))
 
   it.live("an unknown session is a usage error (exit 2) saying where to look", () =>

@@ -96,6 +96,35 @@ describe("RPC handlers", () => {
       assert.deepStrictEqual(sessions.map((s) => s.id), [started.sessionId])
     }))
 
+  it.scopedLive("a sub-agent's session is not among the sessions: its parent's history lists it, and it goes with it", () =>
+    Effect.gen(function*() {
+      const { client } = yield* clientFor([
+        Scripted.calls([{ id: "d1", name: "dispatch_agent", params: { agent: "main", task: "say hi" } }]),
+        Scripted.answer("hi from the sub-agent"),
+        Scripted.answer("done")
+      ])
+      const events = yield* collect(client.Agent.Send({ message: "delegate", agent: "main" }))
+      assert.strictEqual(events.at(-1)!._tag, "TurnDone")
+      const sessionId = (events[0] as TurnEvent.TurnStarted).sessionId
+      assert.deepStrictEqual((yield* client.Agent.Sessions()).map((s) => s.id), [sessionId])
+      const history = yield* client.Agent.History({ sessionId })
+      assert.isUndefined(history.session.parent)
+      const subs = history.subAgents ?? []
+      assert.strictEqual(subs.length, 1)
+      assert.deepStrictEqual([subs[0]!.agent, subs[0]!.parent, subs[0]!.title, subs[0]!.running], [
+        "main",
+        sessionId,
+        "say hi",
+        false
+      ])
+      const sub = yield* client.Agent.History({ sessionId: subs[0]!.id })
+      assert.strictEqual(sub.session.parent, sessionId)
+      assert.deepStrictEqual(sub.messages.map((m) => m.text), ["say hi", "hi from the sub-agent"])
+      yield* client.Agent.DeleteSession({ sessionId })
+      const gone = yield* Effect.flip(client.Agent.History({ sessionId: subs[0]!.id }))
+      assert.strictEqual(gone._tag, "SessionNotFound")
+    }))
+
   it.scopedLive("a client that goes away does not stop the turn; attaching from an index misses nothing; two readers see the same", () =>
     Effect.gen(function*() {
       const { client } = yield* clientFor([

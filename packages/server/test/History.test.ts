@@ -92,6 +92,46 @@ describe("History", () => {
       assert.deepStrictEqual(yield* store.listSessions, [])
     }))
 
+  it.scoped("sub-agent sessions: listed under their parent, not among the sessions; deleted with it, each subtree alone", () =>
+    Effect.gen(function*() {
+      const store = yield* freshStore
+      const make = (agent: string, parent?: string) =>
+        Effect.tap(
+          store.createSession({ agent, title: `task of ${agent}`, parent }),
+          (s) => store.append(s.id, { role: "user", text: `hello ${agent}`, calls: [] })
+        )
+      const a = yield* make("a")
+      const b = yield* make("b")
+      const a1 = yield* make("a1", a.id)
+      const a1x = yield* make("a1x", a1.id)
+      const a2 = yield* make("a2", a.id)
+      const ids = (sessions: ReadonlyArray<{ readonly id: string }>) => sessions.map((s) => s.id)
+      const exists = (id: string) => Effect.map(store.getSession(id), Option.isSome)
+
+      assert.sameMembers(ids(yield* store.listSessions), [a.id, b.id])
+      assert.deepStrictEqual(ids(yield* store.subSessions(a.id)), [a1.id, a2.id])
+      assert.deepStrictEqual(ids(yield* store.subSessions(a1.id)), [a1x.id])
+      assert.deepStrictEqual(yield* store.subSessions(b.id), [])
+      const found = yield* store.getSession(a1x.id)
+      assert.strictEqual(Option.isSome(found) ? found.value.parent : undefined, a1.id)
+      const root = yield* store.getSession(a.id)
+      assert.isTrue(Option.isSome(root) && root.value.parent === undefined, "a session a person started has no parent")
+
+      // A sub-session alone takes its own sub-sessions with it, and nothing else.
+      assert.isTrue(yield* store.removeSession(a1.id))
+      assert.isFalse(yield* exists(a1.id))
+      assert.isFalse(yield* exists(a1x.id))
+      assert.deepStrictEqual(yield* store.history(a1x.id), [])
+      assert.deepStrictEqual(ids(yield* store.subSessions(a.id)), [a2.id])
+      // The parent takes the rest; the other session keeps its messages.
+      assert.isTrue(yield* store.removeSession(a.id))
+      assert.isFalse(yield* exists(a2.id))
+      assert.deepStrictEqual(yield* store.history(a2.id), [])
+      assert.deepStrictEqual(ids(yield* store.listSessions), [b.id])
+      assert.deepStrictEqual((yield* store.history(b.id)).map((m) => m.text), ["hello b"])
+      assert.isFalse(yield* store.removeSession(a.id))
+    }))
+
   it.scoped.prop(
     "replaying persisted turns gives exactly the messages sent live",
     [fc.array(turn, { minLength: 1, maxLength: 3 })],
@@ -160,6 +200,8 @@ describe("History", () => {
         ),
         ChatStore
       )
+      // Migration 0016 gives it no parent: it is listed as before.
+      assert.deepStrictEqual((yield* store.listSessions).map((x) => [x.id, x.parent]), [["s", undefined]])
       const before = yield* store.history("s")
       assert.deepStrictEqual(before.map((m) => [m.seq, m.role, m.text, m.calls]), [
         [0, "user", "hi", []],

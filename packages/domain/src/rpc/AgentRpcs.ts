@@ -21,6 +21,8 @@ export class SessionInfo extends Schema.Class<SessionInfo>("@skald/domain/rpc/Se
   id: Schema.String,
   agent: Schema.String,
   title: Schema.optionalWith(Schema.String, { exact: true }),
+  /** A sub-agent's session: the session that dispatched it. */
+  parent: Schema.optionalWith(Schema.String, { exact: true }),
   createdAt: Schema.String,
   updatedAt: Schema.String,
   running: Schema.Boolean
@@ -54,7 +56,9 @@ export class StoredMessage extends Schema.Class<StoredMessage>("@skald/domain/rp
 /** A session with its messages. */
 export class SessionHistory extends Schema.Class<SessionHistory>("@skald/domain/rpc/SessionHistory")({
   session: SessionInfo,
-  messages: Schema.Array(StoredMessage)
+  messages: Schema.Array(StoredMessage),
+  /** The sub-agent sessions it dispatched (the first first); absent when none. */
+  subAgents: Schema.optionalWith(Schema.Array(SessionInfo), { exact: true })
 }) {}
 
 /** Why a turn could not begin (once begun, its events tell what happens). */

@@ -185,6 +185,8 @@ interface Frame {
   readonly depth: number
   /** The agent running in it (the `tic` agent is offered `notify`). */
   readonly agent: string
+  /** The chat session it writes to: the root's, or the sub-agent's own (whose parent is the caller's). */
+  readonly session: string
 }
 
 /** The agent's turn loop. */
@@ -490,7 +492,9 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
               Effect.provide(services)
             )
           case DispatchAgent.NAME:
-            return DispatchAgent.run(frame, call.arguments, subAgent, maxDepth).pipe(Effect.provide(services))
+            return DispatchAgent.run(frame, call.arguments, subAgent(frame.session), maxDepth).pipe(
+              Effect.provide(services)
+            )
           case Notify.NAME:
             return Option.isNone(inbox)
               ? Effect.fail(new Error("there is no inbox to post to"))
@@ -503,21 +507,27 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
       }
 
       /**
-       * A sub-agent's frame: its own chat session (its transcript), the parent's session's grant
+       * A sub-agent's frame: its own chat session (its transcript, a sub-session of the caller's:
+       * listed with it, not among the sessions, and deleted with it), the parent's session's grant
        * scope narrowed to the frame (zero grants at first), the task as its one message; its final
        * text is the answer.
        */
-      const subAgent: DispatchAgent.RunFrame<unknown, never> = (frame) =>
+      const subAgent = (parent: string): DispatchAgent.RunFrame<unknown, never> => (frame) =>
         Effect.gen(function*() {
           const prompt = yield* systemPrompt(frame.agent)
-          const sub = yield* store.createSession({ agent: frame.agent, title: titleOf(frame.task) })
+          const sub = yield* store.createSession({ agent: frame.agent, title: titleOf(frame.task), parent })
           yield* store.append(sub.id, { role: "user", text: frame.task, calls: [] })
           const kept: Kept = { text: "", finished: [], cancelled: [] }
           const end = yield* AgentTelemetry.turn(
             sub.id,
             frame.agent,
             false,
-            rounds(sub.id, prompt, [History.user(frame.task)], () => Effect.void, kept, frame)
+            rounds(sub.id, prompt, [History.user(frame.task)], () => Effect.void, kept, {
+              scope: frame.scope,
+              depth: frame.depth,
+              agent: frame.agent,
+              session: sub.id
+            })
           )
           return end.note === undefined ? end.text : `${end.text}\n\n(${end.note})`
         })
@@ -722,7 +732,8 @@ export class Agent extends Effect.Service<Agent>()("@skald/server/Agent", {
             return yield* rounds(session.id, systemText, messages, emit, kept, {
               scope: sessionScope(session.id),
               depth: 0,
-              agent: session.agent
+              agent: session.agent,
+              session: session.id
             })
           })
           const fiber = yield* Effect.fork(work)

@@ -22,6 +22,8 @@ export class Session extends Schema.Class<Session>("@skald/server/ChatSession")(
   id: Schema.String,
   agent: Schema.String,
   title: Schema.optionalWith(Schema.String, { exact: true }),
+  /** A sub-agent's session: the session that dispatched it. */
+  parent: Schema.optionalWith(Schema.String, { exact: true }),
   createdAt: Schema.String,
   updatedAt: Schema.String
 }) {}
@@ -38,7 +40,8 @@ const SessionRow = Schema.Struct({
   agent: Schema.String,
   title: Schema.NullOr(Schema.String),
   created_at: Schema.String,
-  updated_at: Schema.String
+  updated_at: Schema.String,
+  parent: Schema.NullOr(Schema.String)
 })
 
 const MessageRowSchema = Schema.Struct({
@@ -64,6 +67,7 @@ const sessionOf = (r: typeof SessionRow.Type): Session =>
     id: r.id,
     agent: r.agent,
     ...(r.title === null ? {} : { title: r.title }),
+    ...(r.parent === null ? {} : { parent: r.parent }),
     createdAt: r.created_at,
     updatedAt: r.updated_at
   })
@@ -96,10 +100,15 @@ export class ChatStore extends Effect.Service<ChatStore>()("@skald/server/ChatSt
       Result: SessionRow,
       execute: (id) => sql`SELECT * FROM chat_sessions WHERE id = ${id}`
     })
-    const allSessions = SqlSchema.findAll({
+    const topSessions = SqlSchema.findAll({
       Request: Schema.Void,
       Result: SessionRow,
-      execute: () => sql`SELECT * FROM chat_sessions ORDER BY updated_at DESC, created_at DESC`
+      execute: () => sql`SELECT * FROM chat_sessions WHERE parent IS NULL ORDER BY updated_at DESC, created_at DESC`
+    })
+    const childSessions = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: SessionRow,
+      execute: (parent) => sql`SELECT * FROM chat_sessions WHERE parent = ${parent} ORDER BY created_at, rowid`
     })
     const messagesOf = SqlSchema.findAll({
       Request: Schema.String,
@@ -115,19 +124,22 @@ export class ChatStore extends Effect.Service<ChatStore>()("@skald/server/ChatSt
           FROM chat_llm_tools WHERE session = ${session} ORDER BY message, position`
     })
 
-    /** Creates a session for `agent`. */
+    /** Creates a session for `agent` (a sub-agent's: with the session that dispatched it). */
     const createSession = Effect.fn("ChatStore.createSession")(
-      function*(input: { readonly agent: string; readonly title?: string | undefined }) {
+      function*(
+        input: { readonly agent: string; readonly title?: string | undefined; readonly parent?: string | undefined }
+      ) {
         const at = yield* nowIso
         const id = Crypto.randomUUID()
-        yield* sql`INSERT INTO chat_sessions (id, agent, title, created_at, updated_at)
-          VALUES (${id}, ${input.agent}, ${input.title ?? null}, ${at}, ${at})`.pipe(
+        yield* sql`INSERT INTO chat_sessions (id, agent, title, created_at, updated_at, parent)
+          VALUES (${id}, ${input.agent}, ${input.title ?? null}, ${at}, ${at}, ${input.parent ?? null})`.pipe(
           Effect.mapError(failWith("create a chat session"))
         )
         return Session.make({
           id,
           agent: input.agent,
           ...(input.title === undefined ? {} : { title: input.title }),
+          ...(input.parent === undefined ? {} : { parent: input.parent }),
           createdAt: at,
           updatedAt: at
         })
@@ -142,25 +154,43 @@ export class ChatStore extends Effect.Service<ChatStore>()("@skald/server/ChatSt
         Effect.map(Option.map(sessionOf))
       )
 
-    /** Every session, the most recently active first. */
-    const listSessions: Effect.Effect<ReadonlyArray<Session>, DatabaseError | CorruptRow> = allSessions(undefined)
+    /** Every session a person started, the most recently active first (sub-agents' are under theirs). */
+    const listSessions: Effect.Effect<ReadonlyArray<Session>, DatabaseError | CorruptRow> = topSessions(undefined)
       .pipe(
         Effect.catchTag("ParseError", Rows.corrupt("chat_sessions")),
         Effect.catchTag("SqlError", (e) => Effect.fail(failWith("list the chat sessions")(e))),
         Effect.map((rows) => rows.map(sessionOf))
       )
 
-    /** Deletes a session with its messages and calls; false if there was none. */
+    /** The sub-agent sessions `id` dispatched, the first first. */
+    const subSessions = (id: string): Effect.Effect<ReadonlyArray<Session>, DatabaseError | CorruptRow> =>
+      childSessions(id).pipe(
+        Effect.catchTag("ParseError", Rows.corrupt("chat_sessions")),
+        Effect.catchTag("SqlError", (e) => Effect.fail(failWith("list a chat session's sub-agent sessions")(e))),
+        Effect.map((rows) => rows.map(sessionOf))
+      )
+
+    /**
+     * Deletes a session with its messages and calls, and its sub-agent sessions (theirs in turn);
+     * false if there was none.
+     */
     const removeSession = Effect.fn("ChatStore.removeSession")(function*(id: string) {
       const removed = yield* sql.withTransaction(Effect.gen(function*() {
-        yield* sql`DELETE FROM chat_llm_tools WHERE session = ${id}`
-        // Its tool grants (agent/Grants.ts) go with it.
-        yield* sql`DELETE FROM session_mcp_grants WHERE session = ${id}`
-        yield* sql`DELETE FROM stack_mcp_grants WHERE session = ${id}`
-        yield* sql`DELETE FROM chat_messages WHERE session = ${id}`
-        return yield* sql<{ id: string }>`DELETE FROM chat_sessions WHERE id = ${id} RETURNING id`
+        const tree = yield* sql<{ id: string }>`WITH RECURSIVE tree(id) AS (
+            SELECT id FROM chat_sessions WHERE id = ${id}
+            UNION SELECT s.id FROM chat_sessions s JOIN tree t ON s.parent = t.id
+          ) SELECT id FROM tree`
+        if (tree.length === 0) return false
+        const ids = tree.map((row) => row.id)
+        yield* sql`DELETE FROM chat_llm_tools WHERE ${sql.in("session", ids)}`
+        // Their tool grants (agent/Grants.ts) go with them.
+        yield* sql`DELETE FROM session_mcp_grants WHERE ${sql.in("session", ids)}`
+        yield* sql`DELETE FROM stack_mcp_grants WHERE ${sql.in("session", ids)}`
+        yield* sql`DELETE FROM chat_messages WHERE ${sql.in("session", ids)}`
+        yield* sql`DELETE FROM chat_sessions WHERE ${sql.in("id", ids)}`
+        return true
       })).pipe(Effect.mapError(failWith("delete a chat session")))
-      return removed.length > 0
+      return removed
     })
 
     /**
@@ -235,6 +265,7 @@ export class ChatStore extends Effect.Service<ChatStore>()("@skald/server/ChatSt
       createSession,
       getSession,
       listSessions,
+      subSessions,
       removeSession,
       append,
       finishCall,

@@ -72,15 +72,25 @@ export const list = (args: AgentCommands.ListArgs) =>
 export const show = ({ id, json, ...args }: AgentCommands.ShowArgs) =>
   withSessions(args, (store) =>
     Effect.gen(function*() {
-      const { messages, session } = yield* store.show(id)
-      if (json) return yield* stdout(Output.json({ session, messages }))
+      const { messages, session, subAgents } = yield* store.show(id)
+      if (json) return yield* stdout(Output.json({ session, messages, subAgents }))
       const lines = [`session ${session.id} (agent ${session.agent}, started ${session.createdAt})`]
+      if (session.parent !== undefined) lines.push(`a sub-agent's session, dispatched from session ${session.parent}`)
       for (const m of messages) {
         lines.push("")
         lines.push(`${m.role}:${m.text.length === 0 ? "" : ` ${m.text}`}`)
         for (const c of m.calls) {
           lines.push(`  tool ${c.name} ${JSON.stringify(c.arguments)} → ${c.status}`)
           if (c.result !== undefined) lines.push(`    ${oneLine(c.result, PREVIEW)}`)
+        }
+      }
+      if (subAgents.length > 0) {
+        lines.push("")
+        lines.push("sub-agent sessions (skald sessions show ID):")
+        for (const sub of subAgents) {
+          lines.push(
+            `  ${[sub.id, sub.agent, sub.createdAt, ...(sub.title === undefined ? [] : [sub.title])].join("  ")}`
+          )
         }
       }
       yield* stdout(lines.join("\n"))

@@ -27,12 +27,17 @@ export interface Message {
   readonly calls: ReadonlyArray<CallRow>
 }
 
+/** A session as `sessions show` prints it: its messages, and the sub-agent sessions it dispatched. */
+export interface Shown {
+  readonly session: Session
+  readonly messages: ReadonlyArray<Message>
+  readonly subAgents: ReadonlyArray<Session>
+}
+
 /** What the commands ask, whichever path answers. */
 export interface Sessions {
   readonly list: Effect.Effect<ReadonlyArray<Session>, unknown>
-  readonly show: (
-    id: string
-  ) => Effect.Effect<{ readonly session: Session; readonly messages: ReadonlyArray<Message> }, unknown>
+  readonly show: (id: string) => Effect.Effect<Shown, unknown>
   readonly remove: (id: string) => Effect.Effect<void, unknown>
 }
 
@@ -63,17 +68,21 @@ const local = Effect.map(ChatStore, (store): Sessions => ({
       const found = yield* store.getSession(id)
       if (Option.isNone(found)) return yield* noSession(id)
       const messages = yield* store.history(id)
-      return { session: found.value, messages: messages.map(messageOf) }
+      const subAgents = yield* store.subSessions(id)
+      return { session: found.value, messages: messages.map(messageOf), subAgents }
     }),
   remove: (id) =>
     Effect.flatMap(store.removeSession(id), (removed) => removed ? Effect.void : Effect.fail(noSession(id)))
 }))
 
-const sessionOf = (s: { id: string; agent: string; title?: string; createdAt: string; updatedAt: string }) =>
+const sessionOf = (
+  s: { id: string; agent: string; title?: string; parent?: string; createdAt: string; updatedAt: string }
+) =>
   Session.make({
     id: s.id,
     agent: s.agent,
     ...(s.title === undefined ? {} : { title: s.title }),
+    ...(s.parent === undefined ? {} : { parent: s.parent }),
     createdAt: s.createdAt,
     updatedAt: s.updatedAt
   })
@@ -96,7 +105,8 @@ const viaHost = ({ client, url }: HostPath.Host): Sessions => {
         session: sessionOf(history.session),
         messages: history.messages.map((m) =>
           messageOf({ ...m, calls: m.calls.map((c) => ({ ...c, result: c.result })) })
-        )
+        ),
+        subAgents: (history.subAgents ?? []).map(sessionOf)
       })),
     remove: (sessionId) => call(client.Agent.DeleteSession({ sessionId }))
   }

@@ -45,6 +45,7 @@ const infoOf = (session: Session, running: boolean) =>
     id: session.id,
     agent: session.agent,
     ...(session.title === undefined ? {} : { title: session.title }),
+    ...(session.parent === undefined ? {} : { parent: session.parent }),
     createdAt: session.createdAt,
     updatedAt: session.updatedAt,
     running
@@ -113,9 +114,11 @@ export const layer = AgentRpcs.AgentRpcs.toLayer(Effect.gen(function*() {
         const found = yield* orHostFailure(store.getSession(sessionId))
         if (Option.isNone(found)) return yield* new RpcErrors.SessionNotFound({ sessionId })
         const messages = yield* orHostFailure(store.history(sessionId))
+        const subs = yield* orHostFailure(store.subSessions(sessionId))
         return AgentRpcs.SessionHistory.make({
           session: infoOf(found.value, yield* busy(sessionId)),
-          messages: messages.map(messageOf)
+          messages: messages.map(messageOf),
+          ...(subs.length === 0 ? {} : { subAgents: subs.map((sub) => infoOf(sub, false)) })
         })
       }),
     "Agent.Command": ({ line }) =>

@@ -38,19 +38,21 @@ const onStop = (_entry?: number) => {
 
 const waiters = new WeakMap<Fiber.RuntimeFiber<any, any>, { slot: { entry: number }; wait: Effect.Effect<number> }>()
 
+/** The engine's structure (internal/requests.ts, awaitAnswer): `stop` runs when the wait is interrupted. */
+const engineWait = (stop: () => void) =>
+  Effect.uninterruptible(
+    Effect.catchAllCause(
+      Effect.interruptible(Effect.async<number>((resume) => void waiting.push(resume))),
+      (cause) => {
+        if (Cause.isInterruptedOnly(cause)) stop()
+        return Effect.failCause(cause)
+      }
+    )
+  )
+
 const waits: Record<string, () => Effect.Effect<number>> = {
   "Effect.async, bare": () => Effect.async<number>((resume) => void waiting.push(resume)),
-  // The engine's structure (internal/requests.ts, awaitAnswer).
-  "uninterruptible(catchAllCause(interruptible(async)))": () =>
-    Effect.uninterruptible(
-      Effect.catchAllCause(
-        Effect.interruptible(Effect.async<number>((resume) => void waiting.push(resume))),
-        (cause) => {
-          if (Cause.isInterruptedOnly(cause)) onStop()
-          return Effect.failCause(cause)
-        }
-      )
-    ),
+  "uninterruptible(catchAllCause(interruptible(async)))": () => engineWait(onStop),
   // What callTool runs since round six: the same structure, looked up by the fiber
   // (`withFiberRuntime`) and built once per fiber, the request handed over in a slot.
   "the same, built once per fiber": () =>
@@ -58,34 +60,14 @@ const waits: Record<string, () => Effect.Effect<number>> = {
       let waiter = waiters.get(fiber)
       if (waiter === undefined) {
         const slot = { entry: 0 }
-        const wait = Effect.uninterruptible(
-          Effect.catchAllCause(
-            Effect.interruptible(Effect.async<number>((resume) => void waiting.push(resume))),
-            (cause) => {
-              if (Cause.isInterruptedOnly(cause)) onStop(slot.entry)
-              return Effect.failCause(cause)
-            }
-          )
-        )
-        waiter = { slot, wait }
+        waiter = { slot, wait: engineWait(() => onStop(slot.entry)) }
         waiters.set(fiber, waiter)
       }
       waiter.slot.entry++
       return waiter.wait
     }),
   // The same structure built per call, behind the same `withFiberRuntime` (round five's callTool).
-  "the same, built per call behind withFiberRuntime": () =>
-    Effect.withFiberRuntime(() =>
-      Effect.uninterruptible(
-        Effect.catchAllCause(
-          Effect.interruptible(Effect.async<number>((resume) => void waiting.push(resume))),
-          (cause) => {
-            if (Cause.isInterruptedOnly(cause)) onStop()
-            return Effect.failCause(cause)
-          }
-        )
-      )
-    ),
+  "the same, built per call behind withFiberRuntime": () => Effect.withFiberRuntime(() => engineWait(onStop)),
   "uninterruptibleMask(catchAllCause(restore(async)))": () =>
     Effect.uninterruptibleMask((restore) =>
       Effect.catchAllCause(restore(Effect.async<number>((resume) => void waiting.push(resume))), (cause) => {

@@ -62,6 +62,8 @@ export interface Pending extends Deadlines.Node<Pending> {
   readonly maxTotalMillis: number
   /** Its deadline was moved by progress. */
   extended: boolean
+  /** The waiting fiber's wait, whose slot holds this entry until it settles (see `Waiter`). */
+  waiter: Waiter | undefined
 }
 
 /**
@@ -85,6 +87,7 @@ export class PendingEntry implements Pending {
   list: Deadlines.List<Pending> | undefined = undefined
   /** The request's span, under an installed tracer: its context goes in `params._meta`. */
   span: Tracer.Span | undefined = undefined
+  waiter: Waiter | undefined = undefined
   constructor(
     readonly method: string,
     /** The request's params until it is sent. */
@@ -107,7 +110,7 @@ const notWaiting = () => {}
  * call is in flight). Only its own fiber runs it, and a fiber waits for one request at a time:
  * `entry` is set as the fiber builds its request and read when it runs the wait — no step of any
  * other code of that fiber comes in between, even if the fiber yields — and by the failure
- * handler when that wait is interrupted.
+ * handler when that wait is interrupted; it is cleared when the request settles.
  */
 class Waiter {
   entry: PendingEntry | undefined = undefined
@@ -188,6 +191,9 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
     const settle = (entry: Pending) => {
       pending.remove(entry)
       deadlines.remove(entry)
+      // The fiber's slot lets go of it (its progress handler, span, tool), not at the next request.
+      const waiter = entry.waiter
+      if (waiter !== undefined && waiter.entry === entry) waiter.entry = undefined
     }
 
     /**
@@ -373,6 +379,7 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
         waiters.set(fiber, waiter)
       }
       waiter.entry = entry
+      entry.waiter = waiter
       return interruptible ? waiter.interruptible : waiter.uninterruptible
     }
 
@@ -383,8 +390,10 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
         register(waiter.entry!, resume)
       })
       const interruptible = Effect.uninterruptible(Effect.catchAllCause(Effect.interruptible(wait), (cause) => {
-        // An entry never sent (id -1) is in no table: `abandon` finds nothing to do.
-        if (Cause.isInterruptedOnly(cause)) abandon(waiter.entry!, STOP_REASON)
+        // An entry never sent (id -1) is in no table: `abandon` finds nothing to do. None in the
+        // slot: it settled (answered, failed, expired) before the interruption reached the fiber.
+        const entry = waiter.entry
+        if (entry !== undefined && Cause.isInterruptedOnly(cause)) abandon(entry, STOP_REASON)
         return Effect.failCause(cause)
       }))
       return { interruptible, uninterruptible: wait }

@@ -90,6 +90,22 @@ export const observeSocket = (state: SubscriptionRef.SubscriptionRef<ConnectionS
     })
   )
 
+/**
+ * `ws`, whose `send` does nothing unless it is open. The socket's writer sends until the page has
+ * handled the socket's `close` event, but the browser moves the socket to CLOSING as soon as the
+ * host's close frame arrives (or the page closes it): a write in between (a poll, a stream's
+ * acknowledgement) is discarded by the browser anyway, and it prints *WebSocket is already in
+ * CLOSING or CLOSED state* for it. Such a write is lost either way; a request among them fails with
+ * the lost connection ({@link Disconnected}, `inFlight`). Self-contained (the tests run it in the page).
+ */
+export const sendOnlyWhileOpen = (ws: globalThis.WebSocket): globalThis.WebSocket => {
+  const send = ws.send.bind(ws)
+  ws.send = (data) => {
+    if (ws.readyState === ws.OPEN) send(data)
+  }
+  return ws
+}
+
 /** The state now is `Connected`. */
 export const isConnected = (state: ConnectionState): boolean => state._tag === "Connected"
 

@@ -17,7 +17,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
-import { type ConnectionState, observeSocket } from "./Connection.js"
+import { type ConnectionState, observeSocket, sendOnlyWhileOpen } from "./Connection.js"
 import * as Token from "./Token.js"
 
 /** The groups the page calls (the host serves them together with the others, by tag). */
@@ -56,7 +56,7 @@ export class HostClient extends Effect.Service<HostClient>()("@skald/web/HostCli
         yield* untilAccepted
       }
       const make = yield* Socket.WebSocketConstructor
-      const ws = make(rpcUrl(), RpcProtocol.protocolsFor(yield* SubscriptionRef.get(token)))
+      const ws = sendOnlyWhileOpen(make(rpcUrl(), RpcProtocol.protocolsFor(yield* SubscriptionRef.get(token))))
       let opened = false
       ws.addEventListener("open", () => {
         opened = true

@@ -112,15 +112,10 @@ const notWaiting = () => {}
  * other code of that fiber comes in between, even if the fiber yields — and by the failure
  * handler when that wait is interrupted; it is cleared when the request settles.
  */
-class Waiter {
-  entry: PendingEntry | undefined = undefined
+interface Waiter {
+  entry: PendingEntry | undefined
   readonly interruptible: Effect.Effect<any, McpError.McpError>
   readonly uninterruptible: Effect.Effect<any, McpError.McpError>
-  constructor(make: (waiter: Waiter) => Pick<Waiter, "interruptible" | "uninterruptible">) {
-    const waits = make(this)
-    this.interruptible = waits.interruptible
-    this.uninterruptible = waits.uninterruptible
-  }
 }
 
 /** One connection's requests. */
@@ -375,7 +370,7 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
     ): Effect.Effect<any, McpError.McpError> => {
       let waiter = waiters.get(fiber)
       if (waiter === undefined) {
-        waiter = new Waiter(makeWait)
+        waiter = makeWaiter()
         waiters.set(fiber, waiter)
       }
       waiter.entry = entry
@@ -383,8 +378,8 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
       return interruptible ? waiter.interruptible : waiter.uninterruptible
     }
 
-    /** The wait of one fiber, reading its request from `waiter`. */
-    const makeWait = (waiter: Waiter) => {
+    /** The wait of one fiber, reading its request from the waiter's slot. */
+    const makeWaiter = (): Waiter => {
       const wait = Effect.async<unknown, McpError.McpError>((resume) => {
         if (closed !== undefined) return resume(Exit.fail(closed))
         register(waiter.entry!, resume)
@@ -396,7 +391,8 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
         if (entry !== undefined && Cause.isInterruptedOnly(cause)) abandon(entry, STOP_REASON)
         return Effect.failCause(cause)
       }))
-      return { interruptible, uninterruptible: wait }
+      const waiter: Waiter = { entry: undefined, interruptible, uninterruptible: wait }
+      return waiter
     }
 
     const send = (

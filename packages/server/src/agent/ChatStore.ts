@@ -175,7 +175,7 @@ export class ChatStore extends Effect.Service<ChatStore>()("@skald/server/ChatSt
      * false if there was none.
      */
     const removeSession = Effect.fn("ChatStore.removeSession")(function*(id: string) {
-      const removed = yield* sql.withTransaction(Effect.gen(function*() {
+      return yield* sql.withTransaction(Effect.gen(function*() {
         const tree = yield* sql<{ id: string }>`WITH RECURSIVE tree(id) AS (
             SELECT id FROM chat_sessions WHERE id = ${id}
             UNION SELECT s.id FROM chat_sessions s JOIN tree t ON s.parent = t.id
@@ -190,7 +190,6 @@ export class ChatStore extends Effect.Service<ChatStore>()("@skald/server/ChatSt
         yield* sql`DELETE FROM chat_sessions WHERE ${sql.in("id", ids)}`
         return true
       })).pipe(Effect.mapError(failWith("delete a chat session")))
-      return removed
     })
 
     /**

@@ -2,8 +2,9 @@
  * Where the RPC handlers get the Agent. The host may run without a model (none configured yet):
  * `layerFromSettings` builds the Agent on first use, from the model settings as they are then,
  * and keeps it; until a model is configured every use fails with `ModelUnavailable`, and the
- * next use tries again (so configuring a model needs no restart). `layer` wraps an Agent that
- * exists (tests).
+ * next use tries again (so configuring a model needs no restart). A model changed after that is
+ * followed by the Agent's model itself (agent/llm/Model.ts). `layer` wraps an Agent that exists
+ * (tests).
  *
  * @since 0.1.0
  */

@@ -3,13 +3,13 @@
  * `@effect/ai-anthropic` (`AnthropicClient` + `AnthropicLanguageModel`), with what that library
  * leaves to us:
  *
- * - **Retries.** A response of 429 or 5xx (529 "overloaded" included) and a connection that fails
- *   before any response (refused, reset) are tried again, `maxRetries` tries in all (default 3),
- *   after `Retry-After` (seconds or an HTTP date) when the server sends one, else a capped
+ * - **Retries.** A response of 408, 429 or 5xx (529 "overloaded" included) and a connection that
+ *   fails before any response (refused, reset) are tried again, `maxRetries` tries in all (default
+ *   3), after `Retry-After` (seconds or an HTTP date) when the server sends one, else a capped
  *   exponential backoff (`retryBaseDelay` doubling up to `retryMaxDelay`). A `Retry-After` longer
  *   than `retryMaxDelay` is not waited for: the call fails at once, saying how long the server
  *   asked to wait. Only the request's head is retried: once a body streams, a failure is final.
- *   Delays go through `Clock`.
+ *   The providers' one policy: internal/retryPolicy.ts.
  * - **Errors.** Every failure is an `AiError` (the `LanguageModel` contract) carrying Anthropic's own
  *   words: a non-2xx answer (`{"type":"error","error":{"type":…,"message":…}}`) is an
  *   `HttpResponseError` whose `description` is `<type>: <message>`; a mid-stream `error` event ends
@@ -51,6 +51,7 @@ import * as Stream from "effect/Stream"
 import { GenerationConfig } from "./GenerationConfig.js"
 import * as Wire from "./internal/anthropicWire.js"
 import { retryAfterMillis } from "./internal/retryAfter.js"
+import * as RetryPolicy from "./internal/retryPolicy.js"
 import * as StreamParts from "./StreamParts.js"
 
 /** How to reach the model (the same shape as the OpenAI-compatible provider's). */
@@ -67,7 +68,7 @@ export interface Options {
   readonly maxRetries?: number | undefined
   /** The first backoff delay (default 500 ms), doubled each try. */
   readonly retryBaseDelay?: Duration.DurationInput | undefined
-  /** The longest delay (default 10 s), also the longest `Retry-After` waited for. */
+  /** The longest delay (default 20 s), also the longest `Retry-After` waited for. */
   readonly retryMaxDelay?: Duration.DurationInput | undefined
   /** Extra request headers. */
   readonly headers?: Readonly<Record<string, string>> | undefined
@@ -77,17 +78,12 @@ export interface Options {
 
 /** The defaults of `Options`. */
 export const defaults = {
-  maxRetries: 3,
-  retryBaseDelay: Duration.millis(500),
-  retryMaxDelay: Duration.seconds(10),
+  ...RetryPolicy.defaults,
   maxTokens: 4096
 } as const
 
 /** `{baseUrl}` without a trailing `/` or `/v1` (the client appends `/v1/messages`). */
 export const apiUrl = (baseUrl: string): string => baseUrl.replace(/\/+$/, "").replace(/\/v1$/, "")
-
-/** Statuses worth another try: rate limited, and the server's own failures (529: overloaded). */
-export const isRetryableStatus = (status: number): boolean => status === 408 || status === 429 || status >= 500
 
 /**
  * The delay a `Retry-After` value asks for (delta-seconds or an HTTP date, against `now` in ms);
@@ -128,7 +124,7 @@ const describe = (
 const retryInfo = (error: HttpClientError.HttpClientError, now: number) =>
   error._tag === "ResponseError"
     ? {
-      retryable: isRetryableStatus(error.response.status),
+      retryable: RetryPolicy.isRetryableStatus(error.response.status),
       after: retryAfter(error.response.headers["retry-after"], now)
     }
     : { retryable: error.reason === "Transport", after: undefined }
@@ -141,23 +137,20 @@ export const withRetries = (
   options: Pick<Options, "maxRetries" | "retryBaseDelay" | "retryMaxDelay">
 ) =>
 (client: HttpClient.HttpClient): HttpClient.HttpClient => {
-  const tries = Math.max(1, options.maxRetries ?? defaults.maxRetries)
-  const base = Duration.decode(options.retryBaseDelay ?? defaults.retryBaseDelay)
-  const cap = Duration.decode(options.retryMaxDelay ?? defaults.retryMaxDelay)
-  const backoff = Schedule.exponential(base, 2).pipe(Schedule.map((d) => Duration.min(d, cap)))
-  const policy = Schedule.identity<HttpClientError.HttpClientError>().pipe(
-    Schedule.intersect(backoff),
-    Schedule.intersect(Schedule.recurs(tries - 1)),
-    Schedule.checkEffect((error: HttpClientError.HttpClientError) =>
-      Effect.map(Clock.currentTimeMillis, (now) => {
-        const info = retryInfo(error, now)
-        return info.retryable && (info.after === undefined || Duration.lessThanOrEqualTo(info.after, cap))
-      })
-    ),
-    // The delay is the server's Retry-After, else the capped backoff (the schedule's output:
-    // `exponential`'s own delay is not capped).
-    Schedule.modifyDelayEffect(([[error, backoffDelay]]) =>
-      Effect.map(Clock.currentTimeMillis, (now) => retryInfo(error, now).after ?? backoffDelay)
+  const policy = RetryPolicy.schedule(options, (error: HttpClientError.HttpClientError, now) => {
+    const info = retryInfo(error, now)
+    return {
+      retryable: info.retryable,
+      retryAfterMillis: info.after === undefined ? undefined : Duration.toMillis(info.after)
+    }
+  }).pipe(
+    Schedule.tapInput((error: HttpClientError.HttpClientError) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        retryInfo(error, now).retryable
+          ? Effect.logDebug("model request failed; it may be retried").pipe(
+            Effect.annotateLogs({ module: "Anthropic", error: error.message })
+          )
+          : Effect.void)
     )
   )
   const failNonOk = (

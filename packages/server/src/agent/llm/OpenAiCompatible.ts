@@ -16,8 +16,9 @@
  * - Interrupting the consumer before `[DONE]` aborts the HTTP request (its finalizer is in the
  *   caller's scope); the parts end at `[DONE]`, the body's rest is read in the background
  *   (keep-alive), for at most a second.
- * - 429, 5xx and connection failures before the response is streamed are retried with capped
- *   exponential backoff honouring `Retry-After` / `retry-after-ms` (3 tries in all by default).
+ * - 408, 429, 5xx and connection failures before the response is streamed are retried: after the
+ *   server's `Retry-After` / `retry-after-ms`, else a capped exponential backoff (3 tries in all by
+ *   default; the providers' one policy, internal/retryPolicy.ts).
  * - Every failure is an `AiError` carrying the provider's own message; the API key is sent as a
  *   bearer token and redacted from errors and spans, as are the extra `headers`.
  *
@@ -56,6 +57,7 @@ import * as Stream from "effect/Stream"
 import { GenerationConfig } from "./GenerationConfig.js"
 import * as Wire from "./internal/openAiWire.js"
 import { ResponseBody } from "./internal/responseBody.js"
+import * as RetryPolicy from "./internal/retryPolicy.js"
 import * as StreamParts from "./StreamParts.js"
 
 /** How to reach an OpenAI-compatible chat-completions server. */
@@ -65,7 +67,7 @@ export interface Options {
   readonly model: string
   /** Sent as `Authorization: Bearer …`; never in an error, a log or a span. */
   readonly apiKey?: Redacted.Redacted | undefined
-  /** Tries in all for a 429, a 5xx or a connection failure (default 3; 1 = no retry). */
+  /** Tries in all for a 408, a 429, a 5xx or a connection failure (default 3; 1 = no retry): internal/retryPolicy.ts. */
   readonly maxRetries?: number
   /** The first backoff delay, doubled on each retry (default 500 ms). */
   readonly retryBaseDelay?: Duration.DurationInput
@@ -114,9 +116,7 @@ export const make = (
     const url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`
     const target = Either.try(() => new URL(url))
     const redactedNames = ["authorization", ...Object.keys(options.headers ?? {}).map((name) => name.toLowerCase())]
-    const maxTries = Math.max(1, Math.floor(options.maxRetries ?? 3))
-    const baseDelay = Duration.decode(options.retryBaseDelay ?? Duration.millis(500))
-    const maxDelay = Duration.decode(options.retryMaxDelay ?? Duration.seconds(20))
+    const maxDelay = RetryPolicy.maxDelayOf(options)
     const maxDelayMillis = Duration.toMillis(maxDelay)
 
     // Built once: every request sends the same headers (names lower-cased).
@@ -134,18 +134,7 @@ export const make = (
       hash: Option.none(),
       headers: redactedHeaders
     }
-    const schedule = Schedule.exponential(baseDelay).pipe(
-      Schedule.intersect(Schedule.recurs(maxTries - 1)),
-      Schedule.intersect(Schedule.identity<AttemptFailed>()),
-      Schedule.whileInput((failure: AttemptFailed) =>
-        failure.retryable && (failure.retryAfterMillis === undefined || failure.retryAfterMillis <= maxDelayMillis)
-      ),
-      Schedule.modifyDelay(([, failure], delay) => {
-        const backoff = Duration.min(delay, maxDelay)
-        return failure.retryAfterMillis === undefined
-          ? backoff
-          : Duration.max(backoff, Duration.millis(failure.retryAfterMillis))
-      }),
+    const schedule = RetryPolicy.schedule(options, (failure: AttemptFailed) => failure).pipe(
       Schedule.tapInput((failure: AttemptFailed) =>
         failure.retryable
           ? Effect.logDebug("model request failed; it may be retried").pipe(
@@ -162,7 +151,7 @@ export const make = (
         const headers = Headers.fromInput(response.headers)
         const retryAfterMillis = Wire.retryAfterMillis(headers, now)
         const status = response.statusCode
-        const retryable = status === 429 || status >= 500
+        const retryable = RetryPolicy.isRetryableStatus(status)
         const message = Wire.bodyMessage(body) ?? "no message"
         const tooLong = retryable && retryAfterMillis !== undefined && retryAfterMillis > maxDelayMillis
           ? `; it asks to retry after ${Math.ceil(retryAfterMillis / 1000)} s, longer than the longest retry delay (${

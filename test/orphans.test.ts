@@ -7,10 +7,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { runSkald, startServe, stopProcess } from "./cli-support.js"
+import { runSkald, skald, startServe, stopProcess } from "./cli-support.js"
 import { fixture, fixturePath } from "./fixtures/fixtures.js"
+import * as ModelStandin from "./fixtures/model-standin.js"
 import { tempHome } from "./host-support.js"
 import { connect, eventually, eventuallyEffect, isAlive, makeLogCapture, processesMatching } from "./support.js"
 import type { TransportTuning } from "./support.js"
@@ -217,6 +219,89 @@ describe("a host that was killed", () => {
           const logs = yield* Effect.promise(() => runSkald(["mcp", "logs", name, "--home", home]))
           assert.include(logs.stdout, "[lifecycle]  stopped a process a previous host left running", name)
         }
+      }).pipe(Effect.scoped),
+    180_000
+  )
+})
+
+describe("a one-off command that was killed", () => {
+  it.live(
+    "leaves a server that ignores its stdin's end; the next command's manager stops it and forgets it",
+    () =>
+      Effect.gen(function*() {
+        const home = yield* tempHome
+        const host = fixture("host")
+        const marker = `guest-leftover-${process.pid}-${Date.now()}`
+        const added = yield* Effect.promise(() =>
+          runSkald([
+            "mcp",
+            "add",
+            "stay",
+            "--home",
+            home,
+            "--env",
+            "HOST_FIXTURE_STAY=1",
+            "--",
+            host.command,
+            ...host.args,
+            marker
+          ])
+        )
+        assert.strictEqual(added.status, 0, added.stderr)
+        // The first turn's model request hangs, so the command is still running when it is killed.
+        const standin = yield* ModelStandin.start([
+          ModelStandin.hanging(),
+          ModelStandin.text("Done."),
+          ModelStandin.text("Done again.")
+        ])
+        const env = {
+          ...process.env,
+          SKALD_LLM_PROVIDER: "openai",
+          SKALD_LLM_BASE_URL: standin.url,
+          SKALD_LLM_MODEL: "m"
+        }
+        const first = ChildProcess.spawn(process.execPath, [
+          skald,
+          "agent",
+          "run",
+          "--home",
+          home,
+          "--approve",
+          "deny",
+          "hi"
+        ], {
+          env,
+          stdio: ["ignore", "ignore", "pipe"]
+        })
+        yield* Effect.addFinalizer(() => Effect.sync(() => first.exitCode === null && first.kill("SIGKILL")))
+        yield* standin.awaitRequests(1)
+        const servers = processesMatching([marker])
+        assert.strictEqual(servers.length, 1, JSON.stringify(servers))
+        const pgid = Number(Fs.readFileSync(`/proc/${servers[0]!.pid}/stat`, "utf8").split(") ")[1]!.split(" ")[2])
+        assert.isNotEmpty(groupMembers(pgid))
+
+        first.kill("SIGKILL")
+        yield* Effect.promise(() => new Promise((r) => first.once("exit", r)))
+        // No finalizer ran: the server is still there.
+        assert.isNotEmpty(groupMembers(pgid), "the server outlived the killed command")
+
+        // The next command's manager (a guest too) stops it before its own servers start.
+        const second = yield* Effect.promise(() =>
+          runSkald(["agent", "run", "--home", home, "--approve", "deny", "again"], { env })
+        )
+        assert.strictEqual(second.status, 0, second.stderr)
+        assert.strictEqual(second.stdout, "Done.\n")
+        assert.include(second.stderr, "stopped MCP server 'stay', left running by a command that was killed")
+        assert.deepStrictEqual(groupMembers(pgid), [])
+        const logs = yield* Effect.promise(() => runSkald(["mcp", "logs", "stay", "--home", home]))
+        assert.include(logs.stdout, "[lifecycle]  stopped a process a killed command left running")
+        // The second command stopped its own server as it ended, and forgot it: a third finds nothing to stop.
+        assert.deepStrictEqual(processesMatching([marker]), [])
+        const third = yield* Effect.promise(() =>
+          runSkald(["agent", "run", "--home", home, "--approve", "deny", "once more"], { env })
+        )
+        assert.strictEqual(third.stdout, "Done again.\n", third.stderr)
+        assert.notInclude(third.stderr, "left running")
       }).pipe(Effect.scoped),
     180_000
   )

@@ -296,6 +296,21 @@ const make = (
       ...(Option.isSome(inbox) ? { userDeadline: HostedElicitation.engineDeadline(elicitationDeadline) } : {})
     }
 
+    /** Stops the groups of guests that no longer run, and forgets them; says so per server. */
+    const reapGuestLeftovers = Effect.gen(function*() {
+      const gone = (yield* statuses.guestGroups).filter((g) => {
+        const owner = Orphans.stat(g.ownerPid)
+        return owner === undefined || owner.startTime !== g.ownerStartTime || owner.state === "Z"
+      })
+      if (gone.length === 0) return
+      const stopped = yield* Orphans.reap(gone, orphanGrace)
+      for (const g of gone) yield* statuses.guestStopped(g.pgid, g.startTime)
+      for (const name of stopped) {
+        yield* logs.lifecycle(name, "stopped a process a killed command left running")
+        yield* Effect.logWarning(`stopped MCP server '${name}', left running by a command that was killed`)
+      }
+    })
+
     // One host per database (a guest is not one).
     const other = guest
       ? Option.none()
@@ -322,6 +337,13 @@ const make = (
       yield* logs.lifecycle(name, "stopped a process a previous host left running")
       yield* Effect.logWarning(`stopped MCP server '${name}', left running by a previous host that did not shut down`)
     }
+    // And those a killed guest (a one-off command's manager) left behind, whoever starts now: the
+    // groups whose guest no longer runs (a guest that runs keeps its own).
+    yield* reapGuestLeftovers.pipe(
+      Effect.catchAll((error) =>
+        Effect.logWarning(`could not look for servers a killed command left: ${error.message}`)
+      )
+    )
     if (!guest) {
       yield* statuses.clear
       // Requests made to a previous host are moot: this one starts every enabled server anyway.
@@ -332,6 +354,24 @@ const make = (
         Effect.zipRight(statuses.stopBeating(process.pid), statuses.clear).pipe(Effect.ignore)
       )
     }
+    /** This process, as a guest's groups name their owner (undefined without `/proc`: nothing recorded). */
+    const self = guest ? Orphans.stat(process.pid) : undefined
+    /** A guest records each server's group as it is spawned, and forgets it when the server is stopped. */
+    const rememberGroup = (name: string, group: { readonly pgid?: number; readonly startTime?: number }) =>
+      self === undefined || group.pgid === undefined || group.startTime === undefined
+        ? Effect.void
+        : statuses.guestStarted({
+          name,
+          pgid: group.pgid,
+          startTime: group.startTime,
+          ownerPid: self.pid,
+          ownerStartTime: self.startTime
+        }).pipe(Effect.catchAll((error) => Effect.logWarning(error.message)))
+    const forgetGroup = (group: { readonly pgid?: number; readonly startTime?: number }) =>
+      self === undefined || group.pgid === undefined || group.startTime === undefined
+        ? Effect.void
+        : statuses.guestStopped(group.pgid, group.startTime).pipe(Effect.ignore)
+
     /** This manager's own view of its servers' states (a guest's only record of them). */
     const local = yield* Ref.make<ReadonlyMap<string, LocalState>>(new Map())
     const firstReconcile = yield* Deferred.make<void>()
@@ -390,6 +430,8 @@ const make = (
         // The process group and its leader's start time, recorded as soon as it is spawned: what the
         // next host needs to find it if this one is killed (even while it is still starting).
         let group: { pid?: number; pgid?: number; startTime?: number } = {}
+        // A guest forgets the group once the session has stopped it (registered first: runs last).
+        if (guest) yield* Effect.addFinalizer(() => forgetGroup(group))
         const auth = yield* Connector.oauthFor(name, resolved).pipe(Effect.provideService(SecretStore, secretStore))
         // Declared only while a model is configured: a server connected before one was set gets it on restart.
         const samplingHandler = Option.isSome(sampling) && (yield* sampling.value.available)
@@ -404,7 +446,11 @@ const make = (
           spawned: (pid) => {
             const leader = Orphans.stat(pid)
             group = leader === undefined ? { pid } : { pid, pgid: leader.pgid, startTime: leader.startTime }
-            return record(name, "starting", group)
+            return guest ? Effect.zipRight(record(name, "starting", group), rememberGroup(name, group)) : record(
+              name,
+              "starting",
+              group
+            )
           }
         }, entry.config.roots)
         const list = yield* connection.client.tools
@@ -698,8 +744,11 @@ const make = (
       getPrompt: (server, name, args) =>
         using(server, "getPrompt", (client) => Effect.map(client.getPrompt(name, args), (outcome) => outcome.result)),
       completePrompt: (server, prompt, argument, context) =>
-        using(server, "completePrompt", (client) =>
-          client.complete({ type: "ref/prompt", name: prompt }, argument, context)),
+        using(
+          server,
+          "completePrompt",
+          (client) => client.complete({ type: "ref/prompt", name: prompt }, argument, context)
+        ),
       restart: (name) =>
         Effect.gen(function*() {
           if (Option.isNone(yield* repo.get(name))) {
@@ -722,9 +771,7 @@ const make = (
         while (true) {
           const states = [...(yield* Ref.get(local)).values()]
           if (
-            states.every((s) =>
-              s.state !== "starting"
-            )
+            states.every((s) => s.state !== "starting")
           ) return states
           yield* Effect.sleep("50 millis")
         }

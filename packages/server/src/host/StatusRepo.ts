@@ -2,7 +2,9 @@
  * What the running host says about its servers (`mcp_server_status`) and that it is alive
  * (`host_heartbeat`). Written only by `skald serve`'s manager; read by anyone (`skald mcp list`).
  * And what other processes ask of the running host (`host_requests`: restart a server, retry the
- * servers that use a secret that changed), written by anyone, taken by the manager.
+ * servers that use a secret that changed), written by anyone, taken by the manager. And the process
+ * groups a guest manager started (`guest_process_groups`), for the next manager to stop when
+ * their guest was killed.
  *
  * @since 0.1.0
  */
@@ -46,6 +48,17 @@ export interface Request {
   readonly name: string
 }
 
+/** A stdio server's process group started by a guest manager, and that guest. */
+export interface GuestGroup {
+  readonly name: string
+  readonly pgid: number
+  /** The group leader's start time (clock ticks since boot). */
+  readonly startTime: number
+  readonly ownerPid: number
+  /** The guest's own start time: told apart from a later process given its pid. */
+  readonly ownerStartTime: number
+}
+
 /** The host's heartbeat. */
 export interface Heartbeat {
   readonly pid: number
@@ -71,6 +84,12 @@ export interface Service {
   readonly request: (kind: Request["kind"], name: string, at: string) => Effect.Effect<void, DatabaseError>
   /** Takes (returns and deletes) the pending requests, oldest first. */
   readonly takeRequests: Effect.Effect<ReadonlyArray<Request>, DatabaseError | CorruptRow>
+  /** Records a group a guest started. */
+  readonly guestStarted: (group: GuestGroup) => Effect.Effect<void, DatabaseError>
+  /** Forgets a group (its guest stopped it, or a manager stopped it for a guest that was gone). */
+  readonly guestStopped: (pgid: number, startTime: number) => Effect.Effect<void, DatabaseError>
+  /** Every recorded guest group. */
+  readonly guestGroups: Effect.Effect<ReadonlyArray<GuestGroup>, DatabaseError | CorruptRow>
 }
 
 /** Status and heartbeat storage. */
@@ -95,6 +114,15 @@ const HeartbeatRow = Schema.Struct({ pid: Schema.Number, started_at: Schema.Stri
 
 /** A `host_requests` row. */
 const RequestRow = Schema.Struct({ id: Schema.Number, kind: Schema.Literal("restart", "secret"), name: Schema.String })
+
+/** A `guest_process_groups` row. */
+const GuestRow = Schema.Struct({
+  name: Schema.String,
+  pgid: Schema.Number,
+  start_time: Schema.Number,
+  owner_pid: Schema.Number,
+  owner_start_time: Schema.Number
+})
 
 /** The SQL implementation. */
 export const layer: Layer.Layer<StatusRepo, never, SqlClient.SqlClient> = Layer.effect(
@@ -174,6 +202,35 @@ export const layer: Layer.Layer<StatusRepo, never, SqlClient.SqlClient> = Layer.
         Effect.catchTag("ParseError", Rows.corrupt("host_requests")),
         Effect.map((rows) => [...rows].sort((a, b) => a.id - b.id)),
         Rows.storage("take the requests to the running host")
+      ),
+      guestStarted: (g) =>
+        sql`INSERT INTO guest_process_groups (pgid, start_time, name, owner_pid, owner_start_time)
+          VALUES (${g.pgid}, ${g.startTime}, ${g.name}, ${g.ownerPid}, ${g.ownerStartTime})
+          ON CONFLICT (pgid, start_time) DO UPDATE SET name = excluded.name, owner_pid = excluded.owner_pid,
+            owner_start_time = excluded.owner_start_time`
+          .pipe(Effect.asVoid, Rows.storage(`record the process group of MCP server '${g.name}'`)),
+      guestStopped: (pgid, startTime) =>
+        sql`DELETE FROM guest_process_groups WHERE pgid = ${pgid} AND start_time = ${startTime}`.pipe(
+          Effect.asVoid,
+          Rows.storage(`forget the process group ${pgid}`)
+        ),
+      guestGroups: SqlSchema.findAll({
+        Request: Schema.Void,
+        Result: GuestRow,
+        execute: () =>
+          sql`SELECT name, pgid, start_time, owner_pid, owner_start_time FROM guest_process_groups ORDER BY pgid`
+      })(undefined).pipe(
+        Effect.catchTag("ParseError", Rows.corrupt("guest_process_groups")),
+        Effect.map((rows) =>
+          rows.map((r): GuestGroup => ({
+            name: r.name,
+            pgid: r.pgid,
+            startTime: r.start_time,
+            ownerPid: r.owner_pid,
+            ownerStartTime: r.owner_start_time
+          }))
+        ),
+        Rows.storage("read the guests' process groups")
       )
     }
   })

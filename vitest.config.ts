@@ -19,6 +19,8 @@ export default defineConfig({
   test: {
     include: ["packages/*/test/**/*.test.ts", "test/**/*.test.ts"],
     globalSetup: ["test/globalSetup.ts"],
+    // Workers below the main process's priority (test/support/priority.ts says why).
+    setupFiles: ["test/support/priority.ts"],
     // Loaded by node itself, as an app loads it, not transformed by vite.
     server: { deps: { external: [/packages\/mcp\/dist\/bundle\//] } },
     // Quiet on success: what a test logs to the console (Effect's default logger writes there, and

@@ -195,10 +195,24 @@ describe("skald start-up", () => {
     for (const pattern of [/better-sqlite3/, /@effect\/sql/, /server\/dist\/host\//, /NodeHttpServer/, /ssh2/]) {
       assert.deepStrictEqual(client.filter((i) => pattern.test(i)), [], `skald tools loads ${pattern}`)
     }
-    // The host commands do open the database, but not the serve process's graph.
+    // The host commands do open the database, but not the serve process's graph — nor the agent's,
+    // the TIC's or their model providers, behind the host's RPC handlers (the client of the host
+    // needs only the groups' schemas: rpc/Rpcs.ts).
     const host = staticClosure(outputFor(/packages\/server\/dist\/cli\/McpHandlers\.js$/))
     assert.isTrue(host.some((i) => i === "external:better-sqlite3" || /sql-sqlite-node/.test(i)))
-    for (const pattern of [/server\/dist\/ServeLayer\.js$/, /NodeHttpServer/]) {
+    assert.isTrue(host.some((i) => /server\/dist\/cli\/RpcHost\.js$/.test(i)))
+    for (
+      const pattern of [
+        /server\/dist\/ServeLayer\.js$/,
+        /NodeHttpServer/,
+        /server\/dist\/rpc\/RpcServer\.js$/,
+        /server\/dist\/agent\//,
+        /server\/dist\/tic\//,
+        /gpt-tokenizer/,
+        /@effect\/ai/,
+        /undici/
+      ]
+    ) {
       assert.deepStrictEqual(host.filter((i) => pattern.test(i)), [], `skald mcp loads ${pattern}`)
     }
     // `skald serve` loads its composition root (ServeLayer.ts), which brings the manager and the HTTP server.

@@ -19,7 +19,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as HostAddress from "../host/HostAddress.js"
 import { Paths } from "../host/Paths.js"
-import { Rpcs } from "../rpc/RpcServer.js"
+import { Rpcs } from "../rpc/Rpcs.js"
 
 /** No `skald serve` runs for the home. */
 export class HostNotRunning extends Schema.TaggedError<HostNotRunning>()("HostNotRunning", { home: Schema.String }) {

@@ -13,7 +13,7 @@ import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as RpcServer from "@effect/rpc/RpcServer"
-import { AgentRpcs, HostRpcs, InboxRpcs, McpRpcs, RpcProtocol, TicRpcs } from "@skald/domain"
+import { RpcProtocol } from "@skald/domain"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
@@ -23,15 +23,11 @@ import * as AgentHandlers from "./AgentHandlers.js"
 import * as HostHandlers from "./HostHandlers.js"
 import * as InboxHandlers from "./InboxHandlers.js"
 import * as McpHandlers from "./McpHandlers.js"
+import { Rpcs } from "./Rpcs.js"
 import * as TicHandlers from "./TicHandlers.js"
 
-/** Every group the host serves. */
-export class Rpcs extends AgentRpcs.AgentRpcs.merge(
-  InboxRpcs.InboxRpcs,
-  McpRpcs.McpRpcs,
-  HostRpcs.HostRpcs,
-  TicRpcs.TicRpcs
-) {}
+/** Every group the host serves (Rpcs.ts). */
+export { Rpcs }
 
 /** The handlers of every group. */
 export const handlers = Layer.mergeAll(

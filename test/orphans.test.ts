@@ -14,6 +14,7 @@ import { runSkald, skald, startServe, stopProcess } from "./cli-support.js"
 import { fixture, fixturePath } from "./fixtures/fixtures.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { tempHome } from "./host-support.js"
+import { modelEnv } from "./serve-support.js"
 import { connect, eventually, eventuallyEffect, isAlive, makeLogCapture, processesMatching } from "./support.js"
 import type { TransportTuning } from "./support.js"
 
@@ -107,7 +108,7 @@ describe("shutdown", () => {
       yield* eventually(() => processesMatching(needles).length === 0, "every cycle's processes gone")
       assert.deepStrictEqual(processesMatching(needles), [])
       assert.deepStrictEqual(all.filter((p) => isAlive(p.child) || isAlive(p.grandchild)), [])
-    }))
+    }), 180_000) // ~45 s alone on 2 cores: the default 60 s is too close under a loaded run.
 })
 
 /** The members of process group `pgid` that are alive (not zombies). */
@@ -254,12 +255,7 @@ describe("a one-off command that was killed", () => {
           ModelStandin.text("Done."),
           ModelStandin.text("Done again.")
         ])
-        const env = {
-          ...process.env,
-          SKALD_LLM_PROVIDER: "openai",
-          SKALD_LLM_BASE_URL: standin.url,
-          SKALD_LLM_MODEL: "m"
-        }
+        const env = modelEnv(standin.url)
         const first = ChildProcess.spawn(process.execPath, [
           skald,
           "agent",
@@ -270,7 +266,7 @@ describe("a one-off command that was killed", () => {
           "deny",
           "hi"
         ], {
-          env,
+          env: { ...process.env, ...env },
           stdio: ["ignore", "ignore", "pipe"]
         })
         yield* Effect.addFinalizer(() => Effect.sync(() => first.exitCode === null && first.kill("SIGKILL")))

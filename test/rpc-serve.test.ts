@@ -20,6 +20,7 @@ import { runSkald, startServe, stopProcess } from "./cli-support.js"
 import { fixture } from "./fixtures/fixtures.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { makeHome } from "./host-support.js"
+import { modelEnv } from "./serve-support.js"
 import { eventuallyEffect } from "./support.js"
 
 const TOKEN = "test-token-0123456789abcdef"
@@ -82,12 +83,6 @@ const upgrade = (url: string, headers: Record<string, string>) =>
     req.end()
   })
 
-const modelEnv = (standin: ModelStandin.ModelStandin) => ({
-  SKALD_LLM_PROVIDER: "openai",
-  SKALD_LLM_BASE_URL: standin.url,
-  SKALD_LLM_MODEL: "m"
-})
-
 const collect = <A, E, R>(stream: Stream.Stream<A, E, R>) => Effect.map(Stream.runCollect(stream), Chunk.toArray)
 
 describe("RPC over skald serve", () => {
@@ -103,7 +98,7 @@ describe("RPC over skald serve", () => {
       const home = makeHome()
       const rule = yield* Effect.promise(() => runSkald(["approvals", "set", "--home", home, "mcp__echo__*", "allow"]))
       assert.strictEqual(rule.status, 0, rule.stderr)
-      const host = yield* serve(modelEnv(standin), [], home)
+      const host = yield* serve(modelEnv(standin.url), [], home)
       const client = yield* connect(host.url)
       assert.strictEqual((yield* client.Host.Version()).version, "0.1.0")
       const settings = yield* client.Host.Settings()
@@ -183,7 +178,7 @@ describe("RPC over skald serve", () => {
           ModelStandin.toolCalls([{ id: "c1", name: "mcp__elicit__ask_slowly", arguments: {} }]),
           ModelStandin.text(["Asked."])
         ])
-        const host = yield* serve(modelEnv(standin))
+        const host = yield* serve(modelEnv(standin.url))
         const asker = yield* connect(host.url)
         const answerer = yield* connect(host.url)
         const elicit = fixture("elicit")

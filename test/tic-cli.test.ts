@@ -12,6 +12,7 @@ import { Context, Effect, Layer } from "effect"
 import { runSkald, startServe, stopProcess } from "./cli-support.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { makeHome, servicesLayer } from "./host-support.js"
+import { modelEnv } from "./serve-support.js"
 import { eventuallyEffect } from "./support.js"
 
 /** Runs `f` over the home's EventRepo in this process (no host holds it open meanwhile, or one does: both are fine). */
@@ -33,12 +34,6 @@ const userText = (request: ModelStandin.RecordedRequest): string =>
     (request.body as { messages: Array<{ role: string; content: unknown }> }).messages.filter((m) => m.role === "user")
   )
 
-const modelEnv = (standin: ModelStandin.ModelStandin) => ({
-  SKALD_LLM_PROVIDER: "openai",
-  SKALD_LLM_BASE_URL: standin.url,
-  SKALD_LLM_MODEL: "m"
-})
-
 describe("skald tic", () => {
   it.scopedLive(
     "a host killed mid-turn: after restart the same events are processed once more, then never again",
@@ -55,7 +50,7 @@ describe("skald tic", () => {
           }]),
           ModelStandin.text("Read 3 events; notified 1.")
         ])
-        const env = { ...modelEnv(standin), SKALD_TIC_INTERVAL: "0.5", SKALD_TIC_LEASE: "2" }
+        const env = { ...modelEnv(standin.url), SKALD_TIC_INTERVAL: "0.5", SKALD_TIC_LEASE: "2" }
         const first = yield* Effect.promise(() => startServe(home, env))
         yield* standin.awaitRequests(1).pipe(Effect.timeout("60 seconds"), Effect.orDie)
         const exited = new Promise((resolve) => first.child.once("exit", resolve))
@@ -111,7 +106,7 @@ describe("skald tic", () => {
           ...ModelStandin.text(["Nothing ", "needs ", "the ", "person."]),
           eventDelay: 150
         }))
-        const env = { ...modelEnv(standin), SKALD_TIC_BATCH_EVENTS: "3" }
+        const env = { ...modelEnv(standin.url), SKALD_TIC_BATCH_EVENTS: "3" }
         const [a, b] = yield* Effect.promise(() =>
           Promise.all([
             runSkald(["tic", "run", "--json", "--home", home], { env }),

@@ -11,6 +11,7 @@ import type { WebSocketRoute } from "playwright-core"
 import { startServe, stopProcess } from "./cli-support.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { tempHome } from "./host-support.js"
+import { modelEnv } from "./serve-support.js"
 import { launchBrowser, openPage, screenshot } from "./support/browser.js"
 
 const PIECES = Array.from({ length: 12 }, (_, i) => `w${i + 1} `)
@@ -23,9 +24,7 @@ describe("the Chat page across a dropped connection", () => {
         const home = yield* tempHome
         const standin = yield* ModelStandin.start([{ ...ModelStandin.text(PIECES), eventDelay: 250 }])
         const served = yield* Effect.acquireRelease(
-          Effect.promise(() =>
-            startServe(home, { SKALD_LLM_PROVIDER: "openai", SKALD_LLM_BASE_URL: standin.url, SKALD_LLM_MODEL: "m" })
-          ),
+          Effect.promise(() => startServe(home, modelEnv(standin.url))),
           (s) => Effect.promise(() => stopProcess(s.child))
         )
         const browser = yield* launchBrowser

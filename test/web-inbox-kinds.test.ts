@@ -15,6 +15,7 @@ import { runSkald, startServe, stopProcess } from "./cli-support.js"
 import { fixture } from "./fixtures/fixtures.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { tempHome, until } from "./host-support.js"
+import { modelEnv } from "./serve-support.js"
 import { readRecords, tempFile } from "./support.js"
 import { assertNoProblems, launchBrowser, openPage, screenshot } from "./support/browser.js"
 
@@ -55,9 +56,7 @@ describe("the Inbox page's form kinds and URL mode", () => {
           ModelStandin.text("All done.")
         ])
         const served = yield* Effect.acquireRelease(
-          Effect.promise(() =>
-            startServe(home, { SKALD_LLM_PROVIDER: "openai", SKALD_LLM_BASE_URL: standin.url, SKALD_LLM_MODEL: "m" })
-          ),
+          Effect.promise(() => startServe(home, modelEnv(standin.url))),
           (s) => Effect.promise(() => stopProcess(s.child))
         )
         const browser = yield* launchBrowser

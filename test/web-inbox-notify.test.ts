@@ -14,6 +14,7 @@ import { Context, Effect, Layer } from "effect"
 import { runSkald, startServe, stopProcess } from "./cli-support.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { servicesLayer, tempHome, until } from "./host-support.js"
+import { modelEnv } from "./serve-support.js"
 import { assertNoProblems, launchBrowser, openPage, screenshot } from "./support/browser.js"
 
 const BRIEFING = "The demo server ticked twice.\nNothing needs an answer; look when you have a minute."
@@ -44,9 +45,7 @@ describe("the Inbox page's notifications", () => {
         const served = yield* Effect.acquireRelease(
           Effect.promise(() =>
             startServe(home, {
-              SKALD_LLM_PROVIDER: "openai",
-              SKALD_LLM_BASE_URL: standin.url,
-              SKALD_LLM_MODEL: "m",
+              ...modelEnv(standin.url),
               // No scheduled ticks: the one tick is `skald tic run`'s. The first run's demo server ticks.
               SKALD_TIC_INTERVAL: "0",
               DEMO_TICK_SECONDS: "0.3"

@@ -275,6 +275,12 @@ describe("a one-off command that was killed", () => {
         assert.strictEqual(servers.length, 1, JSON.stringify(servers))
         const pgid = Number(Fs.readFileSync(`/proc/${servers[0]!.pid}/stat`, "utf8").split(") ")[1]!.split(" ")[2])
         assert.isNotEmpty(groupMembers(pgid))
+        // Whatever happens below, the test leaves no process behind.
+        yield* Effect.addFinalizer(() =>
+          Effect.sync(() => {
+            if (groupMembers(pgid).length > 0) process.kill(-pgid, "SIGKILL")
+          })
+        )
 
         first.kill("SIGKILL")
         yield* Effect.promise(() => new Promise((r) => first.once("exit", r)))

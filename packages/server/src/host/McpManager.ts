@@ -356,21 +356,22 @@ const make = (
     }
     /** This process, as a guest's groups name their owner (undefined without `/proc`: nothing recorded). */
     const self = guest ? Orphans.stat(process.pid) : undefined
+    /** A guest's record of a server's group (undefined for a host, or without the group's ids). */
+    const guestGroup = (name: string, group: { readonly pgid?: number; readonly startTime?: number }) =>
+      self === undefined || group.pgid === undefined || group.startTime === undefined
+        ? undefined
+        : { name, pgid: group.pgid, startTime: group.startTime, ownerPid: self.pid, ownerStartTime: self.startTime }
     /** A guest records each server's group as it is spawned, and forgets it when the server is stopped. */
-    const rememberGroup = (name: string, group: { readonly pgid?: number; readonly startTime?: number }) =>
-      self === undefined || group.pgid === undefined || group.startTime === undefined
+    const rememberGroup = (name: string, group: { readonly pgid?: number; readonly startTime?: number }) => {
+      const g = guestGroup(name, group)
+      return g === undefined
         ? Effect.void
-        : statuses.guestStarted({
-          name,
-          pgid: group.pgid,
-          startTime: group.startTime,
-          ownerPid: self.pid,
-          ownerStartTime: self.startTime
-        }).pipe(Effect.catchAll((error) => Effect.logWarning(error.message)))
-    const forgetGroup = (group: { readonly pgid?: number; readonly startTime?: number }) =>
-      self === undefined || group.pgid === undefined || group.startTime === undefined
-        ? Effect.void
-        : statuses.guestStopped(group.pgid, group.startTime).pipe(Effect.ignore)
+        : statuses.guestStarted(g).pipe(Effect.catchAll((error) => Effect.logWarning(error.message)))
+    }
+    const forgetGroup = (name: string, group: { readonly pgid?: number; readonly startTime?: number }) => {
+      const g = guestGroup(name, group)
+      return g === undefined ? Effect.void : statuses.guestStopped(g.pgid, g.startTime).pipe(Effect.ignore)
+    }
 
     /** This manager's own view of its servers' states (a guest's only record of them). */
     const local = yield* Ref.make<ReadonlyMap<string, LocalState>>(new Map())
@@ -431,7 +432,7 @@ const make = (
         // next host needs to find it if this one is killed (even while it is still starting).
         let group: { pid?: number; pgid?: number; startTime?: number } = {}
         // A guest forgets the group once the session has stopped it (registered first: runs last).
-        if (guest) yield* Effect.addFinalizer(() => forgetGroup(group))
+        if (guest) yield* Effect.addFinalizer(() => forgetGroup(name, group))
         const auth = yield* Connector.oauthFor(name, resolved).pipe(Effect.provideService(SecretStore, secretStore))
         // Declared only while a model is configured: a server connected before one was set gets it on restart.
         const samplingHandler = Option.isSome(sampling) && (yield* sampling.value.available)
@@ -446,11 +447,7 @@ const make = (
           spawned: (pid) => {
             const leader = Orphans.stat(pid)
             group = leader === undefined ? { pid } : { pid, pgid: leader.pgid, startTime: leader.startTime }
-            return guest ? Effect.zipRight(record(name, "starting", group), rememberGroup(name, group)) : record(
-              name,
-              "starting",
-              group
-            )
+            return Effect.zipRight(record(name, "starting", group), rememberGroup(name, group))
           }
         }, entry.config.roots)
         const list = yield* connection.client.tools

@@ -45,7 +45,6 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
-import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { GenerationConfig } from "./GenerationConfig.js"
@@ -137,21 +136,16 @@ export const withRetries = (
   options: Pick<Options, "maxRetries" | "retryBaseDelay" | "retryMaxDelay">
 ) =>
 (client: HttpClient.HttpClient): HttpClient.HttpClient => {
-  const policy = RetryPolicy.schedule(options, (error: HttpClientError.HttpClientError, now) => {
-    const info = retryInfo(error, now)
-    return {
-      retryable: info.retryable,
-      retryAfterMillis: info.after === undefined ? undefined : Duration.toMillis(info.after)
-    }
-  }).pipe(
-    Schedule.tapInput((error: HttpClientError.HttpClientError) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        retryInfo(error, now).retryable
-          ? Effect.logDebug("model request failed; it may be retried").pipe(
-            Effect.annotateLogs({ module: "Anthropic", error: error.message })
-          )
-          : Effect.void)
-    )
+  const policy = RetryPolicy.schedule(
+    options,
+    (error: HttpClientError.HttpClientError, now) => {
+      const info = retryInfo(error, now)
+      return {
+        retryable: info.retryable,
+        retryAfterMillis: info.after === undefined ? undefined : Duration.toMillis(info.after)
+      }
+    },
+    { module: "Anthropic", describe: (error) => error.message }
   )
   const failNonOk = (
     rawRequest: HttpClientRequest.HttpClientRequest,

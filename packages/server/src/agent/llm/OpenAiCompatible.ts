@@ -51,7 +51,6 @@ import * as JSONSchema from "effect/JSONSchema"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { GenerationConfig } from "./GenerationConfig.js"
@@ -134,15 +133,10 @@ export const make = (
       hash: Option.none(),
       headers: redactedHeaders
     }
-    const schedule = RetryPolicy.schedule(options, (failure: AttemptFailed) => failure).pipe(
-      Schedule.tapInput((failure: AttemptFailed) =>
-        failure.retryable
-          ? Effect.logDebug("model request failed; it may be retried").pipe(
-            Effect.annotateLogs({ module, error: failure.error("").message })
-          )
-          : Effect.void
-      )
-    )
+    const schedule = RetryPolicy.schedule(options, (failure: AttemptFailed) => failure, {
+      module,
+      describe: (failure) => failure.error("").message
+    })
 
     const statusFailure = (method: string, response: Undici.Dispatcher.ResponseData) =>
       Effect.gen(function*() {

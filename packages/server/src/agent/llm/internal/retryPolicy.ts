@@ -52,11 +52,13 @@ export const maxDelayOf = (options: Options): Duration.Duration =>
 
 /**
  * The schedule for failures of type `In`, told apart by `verdict` (given the time now, for a
- * `Retry-After` that is a date).
+ * `Retry-After` that is a date). Each retryable failure is logged at debug level, annotated with
+ * `module` and the failure's `describe`.
  */
 export const schedule = <In>(
   options: Options,
-  verdict: (input: In, now: number) => Verdict
+  verdict: (input: In, now: number) => Verdict,
+  log: { readonly module: string; readonly describe: (input: In) => string }
 ): Schedule.Schedule<unknown, In> => {
   const tries = Math.max(1, Math.floor(options.maxRetries ?? defaults.maxRetries))
   const base = Duration.decode(options.retryBaseDelay ?? defaults.retryBaseDelay)
@@ -66,6 +68,14 @@ export const schedule = <In>(
   return Schedule.exponential(base, 2).pipe(
     Schedule.intersect(Schedule.recurs(tries - 1)),
     Schedule.intersect(Schedule.identity<In>()),
+    Schedule.tapInput((input: In) =>
+      Effect.flatMap(judged(input), (v) =>
+        v.retryable
+          ? Effect.logDebug("model request failed; it may be retried").pipe(
+            Effect.annotateLogs({ module: log.module, error: log.describe(input) })
+          )
+          : Effect.void)
+    ),
     Schedule.whileInputEffect((input: In) =>
       Effect.map(
         judged(input),

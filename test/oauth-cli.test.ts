@@ -443,6 +443,27 @@ describe("skald mcp login and logout", () => {
         assert.include(refused.stderr, "invalid_client")
         assert.notInclude(refused.stderr, "api key")
         assert.notInclude(refused.stdout + refused.stderr, MARKER)
+        // A login cannot fix a refused client: the secret must be corrected, and the hint says how.
+        assert.include(refused.stderr, "refused the configured OAuth client id or secret")
+        assert.notInclude(refused.stderr, "mcp login")
+        assert.include(refused.stderr, "skald secret set VAR")
+        assert.include(refused.stderr, "skald mcp show bot")
+
+        // The host's status says the same, with the same hint.
+        const serve2 = await startServe(home)
+        try {
+          const listed = await until(
+            "bot to fail",
+            () => runSkald(["mcp", "list"], { env }),
+            (r) => /^bot\s+http\s+failed/m.test(r.stdout)
+          )
+          assert.include(listed.stdout + listed.stderr, "refused the configured OAuth client id or secret")
+          assert.include(listed.stderr, "skald secret set VAR")
+          assert.notInclude(listed.stdout + listed.stderr, "mcp login")
+          assert.notInclude(listed.stdout + listed.stderr + serve2.stderr(), MARKER)
+        } finally {
+          await stopProcess(serve2.child)
+        }
       } finally {
         server.stop()
         Fs.rmSync(home, { recursive: true, force: true })

@@ -206,10 +206,15 @@ export class McpUrlElicitationRequired
 /**
  * Why an OAuth-authorized server refused the request (`McpHttpError.oauth`): `expired` — the
  * stored login could not be renewed (the refresh token was refused); `required` — no login yet,
- * and no one to ask here; `failed` — the authorization itself failed (`reason` says why).
+ * and no one to ask here; `failed` — the authorization itself failed (`reason` says why);
+ * `client` — the authorization server refused the configured client's id or secret.
  */
-export const OAuthFailure = Schema.Literal("expired", "required", "failed")
+export const OAuthFailure = Schema.Literal("expired", "required", "failed", "client")
 export type OAuthFailure = typeof OAuthFailure.Type
+
+/** What a refused pre-registered OAuth client means for its user (`McpHttpError`, `OAuthError`). */
+export const OAUTH_CLIENT_REFUSED =
+  "the authorization server refused the configured OAuth client id or secret: correct them (authorizing again does not help)"
 
 /** An HTTP exchange with a remote server failed (status, body, content type, or the network). */
 export class McpHttpError extends Schema.TaggedError<McpHttpError>("@skald/domain/McpHttpError")("McpHttpError", {
@@ -230,6 +235,8 @@ export class McpHttpError extends Schema.TaggedError<McpHttpError>("@skald/domai
         return `${at} needs authorization, which cannot be asked for here${status}; authorize it first`
       case "failed":
         return `${at}: authorization failed: ${this.reason}${status}`
+      case "client":
+        return `${at}: authorization failed: ${this.reason}${status}; ${OAUTH_CLIENT_REFUSED}`
     }
     const hint = this.status === 401 || this.status === 403
       ? "; the api key is missing or wrong — check the api key the server is given"

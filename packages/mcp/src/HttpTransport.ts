@@ -748,7 +748,10 @@ const oauthState = (
                   ? { reason: error.message, oauth: "required" as const }
                   : error.unadvertised === true
                   ? { reason: error.message } // no OAuth metadata: the server may want an api key
-                  : { reason: error.reason, oauth: "failed" as const }
+                  : {
+                    reason: error.reason,
+                    oauth: error.clientRefused === true ? "client" as const : "failed" as const
+                  }
               )
             )
           ),

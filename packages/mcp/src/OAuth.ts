@@ -15,6 +15,7 @@
  *
  * @since 0.1.0
  */
+import * as McpError from "@skald/domain/McpError"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -74,12 +75,23 @@ export class OAuthError extends Schema.TaggedError<OAuthError>("@skald/mcp/OAuth
    * True when the server advertised no OAuth metadata at all (the 2025-03-26 default endpoints
    * were tried): it may well want an api key rather than OAuth.
    */
-  unadvertised: Schema.optionalWith(Schema.Boolean, { exact: true })
+  unadvertised: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  /**
+   * True when the authorization server refused the configured (pre-registered) client itself
+   * (`invalid_client`, `unauthorized_client`): its id or secret must be corrected; authorizing
+   * again does not help.
+   */
+  clientRefused: Schema.optionalWith(Schema.Boolean, { exact: true })
 }) {
   override get message() {
-    return `authorization with server '${this.server}' failed: ${this.reason}`
+    return `authorization with server '${this.server}' failed: ${this.reason}${
+      this.clientRefused === true ? `; ${CLIENT_REFUSED}` : ""
+    }`
   }
 }
+
+/** What a refused configured client means for the user (OAuthError, McpHttpError's `client`). */
+const CLIENT_REFUSED = McpError.OAUTH_CLIENT_REFUSED
 
 /** A refresh token was refused: the user must authorize again. */
 export class OAuthRefreshFailed
@@ -246,11 +258,18 @@ export const makeSession = (
     serverUrl.hash = ""
     const margin = config.refreshMarginMillis ?? 60_000
     const fail = (reason: string) => new OAuthError({ server, reason })
-    /** One oauth4webapi call: a foreign promise, wrapped once here; its error message is the reason. */
+    /**
+     * One oauth4webapi call: a foreign promise, wrapped once here; its error message is the reason.
+     * An error response refusing the configured client (RFC 6749 §5.2) says so (`clientRefused`);
+     * a client this host registered itself is registered again by a new authorization instead.
+     */
     const call = <A>(what: string, f: () => Promise<A>) =>
       Effect.tryPromise({
         try: f,
-        catch: (e) => fail(`${what}: ${oauthReason(e)}`)
+        catch: (e) =>
+          config.clientId !== undefined && refusesClient(e)
+            ? new OAuthError({ server, reason: `${what}: ${oauthReason(e)}`, clientRefused: true })
+            : fail(`${what}: ${oauthReason(e)}`)
       })
 
     // What discovery found, kept for the session's life.
@@ -596,8 +615,9 @@ export const makeSession = (
           return undefined
         }
         const oc: oauth.Client = { client_id: c.clientId }
+        // A refused configured client is not an expired login: it stays what it is.
         const refused = (e: OAuthError) =>
-          new OAuthRefreshFailed({ server: serverName, reason: e.reason })
+          e.clientRefused === true ? e : new OAuthRefreshFailed({ server: serverName, reason: e.reason })
         const auth = yield* clientAuth({ ...c, authMethod: c.authMethod ?? chooseMethod(server, c.clientSecret) }).pipe(
           Effect.mapError(refused)
         )
@@ -605,7 +625,9 @@ export const makeSession = (
           oauth.refreshTokenGrantRequest(server, oc, auth, refreshToken, {
             additionalParameters: { resource },
             ...insecure
-          }).then((r) => oauth.processRefreshTokenResponse(server, oc, r))).pipe(Effect.mapError(refused))
+          }).then((r) =>
+            oauth.processRefreshTokenResponse(server, oc, r)
+          )).pipe(Effect.mapError(refused))
         return yield* save(response, tokens)
       })
 
@@ -662,7 +684,12 @@ export const makeSession = (
       }).pipe(
         Effect.mapError((e) =>
           e._tag === "OAuthError" && unadvertised
-            ? new OAuthError({ server: e.server, reason: e.reason, unadvertised: true })
+            ? new OAuthError({
+              server: e.server,
+              reason: e.reason,
+              unadvertised: true,
+              ...(e.clientRefused === true ? { clientRefused: true } : {})
+            })
             : e
         ),
         Effect.withSpan("OAuth.challenge", { attributes: { "mcp.server": server, "http.status": status } })
@@ -707,6 +734,10 @@ const lenientRegistration = async (response: Response): Promise<Response> => {
     headers: response.headers
   })
 }
+
+/** The token endpoint refused the client itself (RFC 6749 §5.2), not the grant it presented. */
+const refusesClient = (e: unknown): boolean =>
+  e instanceof oauth.ResponseBodyError && (e.error === "invalid_client" || e.error === "unauthorized_client")
 
 /** An oauth4webapi error as a reason: its message and, for an error response, the server's `error`. */
 const oauthReason = (e: unknown): string => {

@@ -2,8 +2,8 @@
  * The command line's hints for OAuth failures (cli/CliError.ts): `skald mcp login NAME` for a
  * registered server, whichever form the failure takes (the session's own errors, or the HTTP
  * error marked as OAuth's, as a failed server's status cause keeps it); never the api-key hint for
- * those; and for the ad-hoc `--http URL` (named by its host) no `mcp login` of a name that is not
- * registered.
+ * those; for a refused configured client, its secret (a login would not help); and for the ad-hoc
+ * `--http URL` (named by its host) no `mcp login` of a name that is not registered.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { McpError } from "@skald/domain"
@@ -45,6 +45,30 @@ describe("OAuth hints", () => {
   it("without the marker a 401 is still the api key's", () => {
     assert.include(hintFor(http("notion")) ?? "", "--api-key-env")
     assert.notInclude(hintFor(http("notion", "expired")) ?? "", "api")
+  })
+
+  it("a refused configured client: correct its secret; a login is not the hint", () => {
+    for (
+      const hint of [
+        hintFor(http("jobs", "client")),
+        hintFor(new OAuth.OAuthError({ server: "jobs", reason: "invalid_client", clientRefused: true }))
+      ]
+    ) {
+      assert.include(hint ?? "", "skald mcp show jobs")
+      assert.include(hint ?? "", "skald secret set VAR")
+      assert.include(hint ?? "", "skald mcp add jobs --replace")
+      assert.notInclude(hint ?? "", "mcp login")
+    }
+    assert.include(http("jobs", "client").message, "refused the configured OAuth client id or secret")
+    assert.include(
+      new OAuth.OAuthError({ server: "jobs", reason: "invalid_client", clientRefused: true }).message,
+      "authorizing again does not help"
+    )
+    // Any other OAuthError is still a login's.
+    assert.strictEqual(
+      hintFor(new OAuth.OAuthError({ server: "jobs", reason: "x" })),
+      "skald: authorize it again with `skald mcp login jobs`"
+    )
   })
 
   it("`--http URL` (a host, not a server name): no `mcp login` of that host", () => {

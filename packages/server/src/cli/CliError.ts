@@ -36,6 +36,17 @@ const loginHint = (server: string, again: "again " | ""): string =>
       "(`skald mcp add NAME --http URL`) and authorize it once with `skald mcp login NAME`"
 
 /**
+ * What to run when the authorization server refused a registered server's configured OAuth
+ * client: its secret (or id) must be corrected; a login does not help.
+ */
+const clientHint = (server: string): string =>
+  ServerName.isValid(server)
+    ? `skald: \`skald mcp show ${server}\` shows the client id and where its secret comes from; store the right ` +
+      "secret with `skald secret set VAR` (a ${VAR} reference), or give both again with " +
+      `\`skald mcp add ${server} --replace … --oauth-client-id ID --oauth-client-secret @-\``
+    : "skald: check the OAuth client id and secret"
+
+/**
  * The command line's hint for a host or domain error (their messages never name a flag or a
  * command; the CLI says which of its own to use).
  */
@@ -57,8 +68,11 @@ export const hintFor = (error: unknown): string | undefined => {
     case "UnknownServer":
       return "skald: `skald mcp list` shows the registered servers"
     case "OAuthRefreshFailed":
-    case "OAuthError":
       return loginHint(field(error, "server"), "again ")
+    case "OAuthError":
+      return (error as { readonly clientRefused?: unknown }).clientRefused === true
+        ? clientHint(field(error, "server"))
+        : loginHint(field(error, "server"), "again ")
     case "OAuthAuthorizationRequired":
       return loginHint(field(error, "server"), "")
     case "ServerNotConnected":
@@ -73,6 +87,7 @@ export const hintFor = (error: unknown): string | undefined => {
     case "McpHttpError": {
       // An OAuth server's login expired, is missing or failed: log in (again); no api key is involved.
       const oauth = (error as { readonly oauth?: unknown }).oauth
+      if (oauth === "client") return clientHint(field(error, "server"))
       if (oauth !== undefined) return loginHint(field(error, "server"), oauth === "required" ? "" : "again ")
       const status = (error as { readonly status?: unknown }).status
       return status === 401 || status === 403

@@ -5,7 +5,7 @@
 // loads in place of ~540 modules (effect, fast-check — which effect/Schema imports — the
 // engine, the domain's classes), ~25 MB less RSS at rest (docs/performance.md, issue 28). The
 // Effect face (every other export of the package) is NOT bundled: apps share their `effect`
-// instance with it. Run it after every `tsc -b` (the root `build`/`prepare`/`bench` scripts and
+// instance with it. Run it after every `tsc -b` (the root `check`/`build`/`prepare`/`bench` scripts and
 // test/globalSetup.ts do); the types stay dist/promise.d.ts.
 //
 // The HTTP transport (node:http, SSE, OAuth's pieces) is a chunk of its own, loaded by the

@@ -118,11 +118,29 @@ const scenario = (path: Path) =>
       "skald-web",
       "--oauth-client-secret",
       "${WEB_SECRET}",
+      "--oauth-private-key",
+      "${WEB_KEY}",
+      "--oauth-signing-alg",
+      "PS256",
       "--oauth-scope",
       "read write",
       "--root",
       "test"
     )
+    // And a Client ID Metadata Document's URL.
+    const documented = yield* cli(
+      "mcp",
+      "add",
+      "wiki",
+      "--http",
+      "http://127.0.0.1:9/mcp",
+      "--oauth-client-metadata-url",
+      "https://client.example.com/skald.json"
+    )
+    assert.strictEqual(documented.status, 0, documented.stderr)
+    const wikiShown = JSON.parse((yield* cli("mcp", "show", "wiki", "--json")).stdout) as Record<string, unknown>
+    assert.deepStrictEqual(wikiShown.oauth, { clientMetadataUrl: "https://client.example.com/skald.json" })
+    assert.strictEqual((yield* cli("mcp", "rm", "wiki")).status, 0)
     assert.strictEqual(web.status, 0, web.stderr)
     const webShown = JSON.parse((yield* cli("mcp", "show", "web", "--json")).stdout) as Record<string, unknown>
     const configured = Object.fromEntries(
@@ -134,7 +152,13 @@ const scenario = (path: Path) =>
       roots: [`${root}/test`],
       transport: "http",
       url: "http://127.0.0.1:9/mcp",
-      oauth: { clientId: "skald-web", clientSecret: "${WEB_SECRET}", scope: "read write" }
+      oauth: {
+        clientId: "skald-web",
+        clientSecret: "${WEB_SECRET}",
+        privateKey: "${WEB_KEY}",
+        signingAlgorithm: "PS256",
+        scope: "read write"
+      }
     })
     out.web = JSON.stringify(configured)
     assert.strictEqual((yield* cli("mcp", "rm", "web")).status, 0)

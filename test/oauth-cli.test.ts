@@ -7,7 +7,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
+import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
+import * as Http from "node:http"
 import * as Path from "node:path"
 import { runSkald, skald, startServe, stopProcess } from "./cli-support.js"
 import { fixture } from "./fixtures/fixtures.js"
@@ -465,6 +467,177 @@ describe("skald mcp login and logout", () => {
           await stopProcess(serve2.child)
         }
       } finally {
+        server.stop()
+        Fs.rmSync(home, { recursive: true, force: true })
+      }
+    },
+    120_000
+  )
+
+  it(
+    "mcp add --oauth-private-key @-: a private_key_jwt machine client; the key checked, stored as PKCS#8, in the store only",
+    async () => {
+      const home = makeHome()
+      const record = Path.join(home, "fixture.jsonl")
+      const { privateKey, publicKey } = Crypto.generateKeyPairSync("ec", { namedCurve: "P-256" })
+      // A SEC1 PEM ("EC PRIVATE KEY"), as openssl ecparam writes it: converted to PKCS#8 on the way in.
+      const sec1 = privateKey.export({ type: "sec1", format: "pem" }).toString()
+      const keyBody = sec1.split("\n")[1]!
+      const server = await startFixture({
+        OAUTH_CLIENT_ID: "ledger-bot",
+        OAUTH_CLIENT_PUBLIC_KEY: publicKey.export({ type: "spki", format: "pem" }).toString(),
+        FIXTURE_RECORD: record
+      })
+      try {
+        const env = { SKALD_HOME: home }
+        const base = ["mcp", "add", "ledger", "--http", server.url, "--oauth-grant", "client_credentials"]
+        // A key of the wrong kind for the algorithm is refused, saying why, not quoting the key.
+        const wrong = await runSkald([
+          ...base,
+          "--oauth-client-id",
+          "ledger-bot",
+          "--oauth-private-key",
+          "@-",
+          "--oauth-signing-alg",
+          "RS256"
+        ], { env, input: sec1 })
+        assert.strictEqual(wrong.status, 2, wrong.stderr)
+        assert.include(
+          wrong.stderr,
+          "the OAuth private key is an EC key on prime256v1, but RS256 signs with an RSA key"
+        )
+        assert.notInclude(wrong.stdout + wrong.stderr, keyBody)
+        const notAKey = await runSkald([...base, "--oauth-client-id", "ledger-bot", "--oauth-private-key", "@-"], {
+          env,
+          input: "not a key"
+        })
+        assert.strictEqual(notAKey.status, 2, notAKey.stderr)
+        assert.include(notAKey.stderr, "the OAuth private key is not a PEM private key")
+        const noClient = await runSkald(["mcp", "add", "ledger", "--http", server.url, "--oauth-private-key", "@-"], {
+          env,
+          input: sec1
+        })
+        assert.strictEqual(noClient.status, 2, noClient.stderr)
+        assert.include(noClient.stderr, "an OAuth private key needs the client id it belongs to")
+
+        const added = await runSkald([...base, "--oauth-client-id", "ledger-bot", "--oauth-private-key", "@-"], {
+          env,
+          input: sec1
+        })
+        assert.strictEqual(added.status, 0, added.stderr)
+        assert.include(added.stderr, "MCP_LEDGER__OAUTH_PRIVATE_KEY")
+        const shown = await runSkald(["mcp", "show", "ledger"], { env })
+        assert.match(shown.stdout, /oauth key\s+\$\{MCP_LEDGER__OAUTH_PRIVATE_KEY\}/)
+        const stored = Fs.readFileSync(Path.join(home, "secrets", "vars", "MCP_LEDGER__OAUTH_PRIVATE_KEY"), "utf8")
+        assert.match(stored, /^-----BEGIN PRIVATE KEY-----/)
+
+        const called = await runSkald(["mcp", "call", "ledger", "echo", "--args", "{\"message\":\"signed\"}"], { env })
+        assert.strictEqual(called.status, 0, called.stderr)
+        assert.include(called.stdout, "signed")
+        const tokens = Fs.readFileSync(record, "utf8").trim().split("\n").map((l) => JSON.parse(l))
+          .filter((e) => e.event === "token")
+        // The fixture verified the assertion with the public key: signature, iss/sub, aud, exp, jti.
+        assert.deepStrictEqual(tokens.map((e) => [e.grant, e.clientId, e.auth, e.refused]), [
+          ["client_credentials", "ledger-bot", "private_key_jwt", undefined]
+        ])
+        // The key: in the secret store's file, nowhere else under the home.
+        const holding = filesContaining(home, keyBody)
+        assert.deepStrictEqual(holding, [])
+        const pkcs8Body = stored.split("\n")[1]!
+        for (const file of filesContaining(home, pkcs8Body)) {
+          assert.isTrue(file.startsWith(Path.join(home, "secrets") + Path.sep), `${file} holds the key`)
+        }
+      } finally {
+        server.stop()
+        Fs.rmSync(home, { recursive: true, force: true })
+      }
+    },
+    120_000
+  )
+
+  it(
+    "mcp add --oauth-client-metadata-url: the document's URL is the client id; login and call with no registration",
+    async () => {
+      const home = makeHome()
+      const record = Path.join(home, "fixture.jsonl")
+      const server = await startFixture({ OAUTH_CIMD: "1", FIXTURE_RECORD: record })
+      // The client's metadata document, served on loopback as a web host would serve it.
+      let documentUrl = ""
+      const docs = Http.createServer((req, res) => {
+        res.writeHead(req.url === "/skald/client.json" ? 200 : 404, { "content-type": "application/json" })
+        res.end(JSON.stringify({
+          client_id: documentUrl,
+          client_name: "Skald (test)",
+          redirect_uris: ["http://127.0.0.1/callback"],
+          grant_types: ["authorization_code", "refresh_token"],
+          response_types: ["code"],
+          token_endpoint_auth_method: "none"
+        }))
+      })
+      await new Promise<void>((resolve) => docs.listen(0, "127.0.0.1", resolve))
+      documentUrl = `http://127.0.0.1:${(docs.address() as { port: number }).port}/skald/client.json`
+      try {
+        const env = { SKALD_HOME: home }
+        const refused = await runSkald(
+          ["mcp", "add", "wiki", "--http", server.url, "--oauth-client-metadata-url", "http://example.com/client.json"],
+          { env }
+        )
+        assert.strictEqual(refused.status, 2, refused.stderr)
+        assert.include(refused.stderr, "must be https (http only on a loopback host)")
+        const both = await runSkald([
+          "mcp",
+          "add",
+          "wiki",
+          "--http",
+          server.url,
+          "--oauth-client-metadata-url",
+          documentUrl,
+          "--oauth-client-id",
+          "x"
+        ], { env })
+        assert.strictEqual(both.status, 2, both.stderr)
+        assert.include(both.stderr, "either a pre-registered client id or a Client ID Metadata Document URL")
+
+        const added = await runSkald([
+          "mcp",
+          "add",
+          "wiki",
+          "--http",
+          server.url,
+          "--oauth-client-metadata-url",
+          documentUrl
+        ], {
+          env
+        })
+        assert.strictEqual(added.status, 0, added.stderr)
+        assert.match(
+          (await runSkald(["mcp", "show", "wiki"], { env })).stdout,
+          /oauth metadata\s+http:\/\/127\.0\.0\.1:\d+\/skald\/client\.json/
+        )
+        const done = await login(home, "wiki")
+        assert.strictEqual(done.status, 0, done.stderr)
+        const called = await runSkald(["mcp", "call", "wiki", "echo", "--args", "{\"message\":\"documented\"}"], {
+          env
+        })
+        assert.strictEqual(called.status, 0, called.stderr)
+        assert.include(called.stdout, "documented")
+        const events = Fs.readFileSync(record, "utf8").trim().split("\n").map((l) => JSON.parse(l))
+        // The authorization server fetched the document and found the loopback redirect in it.
+        assert.deepStrictEqual(events.filter((e) => e.event === "cimd"), [{
+          event: "cimd",
+          url: documentUrl,
+          ok: true
+        }])
+        assert.deepStrictEqual(
+          events.filter((e) => e.event === "authorize").map((e) => e.clientId),
+          [documentUrl]
+        )
+        assert.deepStrictEqual(
+          events.filter((e) => e.event === "token").map((e) => [e.grant, e.clientId]),
+          [["authorization_code", documentUrl]]
+        )
+      } finally {
+        docs.close()
         server.stop()
         Fs.rmSync(home, { recursive: true, force: true })
       }

@@ -23,15 +23,37 @@ export class StdioServerConfig extends Schema.TaggedClass<StdioServerConfig>("@s
   }
 ) {}
 
+/** The JWS algorithms a `private_key_jwt` client key may sign with. */
+export const OAuthSigningAlgorithm = Schema.Literal(
+  "ES256",
+  "ES384",
+  "ES512",
+  "PS256",
+  "PS384",
+  "PS512",
+  "RS256",
+  "RS384",
+  "RS512"
+)
+export type OAuthSigningAlgorithm = typeof OAuthSigningAlgorithm.Type
+
 /**
  * How an HTTP server's OAuth client is set up, when not by discovery and registration alone: a
- * pre-registered client (its id; its secret as a `${VAR}` reference, never the value), the scope
- * to ask for, and the grant (`client_credentials` for a machine client: no user, no login).
+ * pre-registered client (its id; its secret or its `private_key_jwt` key as a `${VAR}` reference,
+ * never the value), a Client ID Metadata Document's URL (used where the authorization server
+ * supports them, instead of registering), the scope to ask for, and the grant
+ * (`client_credentials` for a machine client: no user, no login).
  */
 export const HttpOAuthConfig = Schema.Struct({
   clientId: Schema.optionalWith(Schema.NonEmptyString, { exact: true }),
   /** A `${VAR}` template (the value lives in the secret store). */
   clientSecret: Schema.optionalWith(Schema.String, { exact: true }),
+  /** The `private_key_jwt` key (a PKCS#8 PEM) as a `${VAR}` template (the value lives in the secret store). */
+  privateKey: Schema.optionalWith(Schema.String, { exact: true }),
+  /** The key's algorithm (default ES256). */
+  signingAlgorithm: Schema.optionalWith(OAuthSigningAlgorithm, { exact: true }),
+  /** The URL of this client's Client ID Metadata Document: its client id where the server supports them. */
+  clientMetadataUrl: Schema.optionalWith(Schema.NonEmptyString, { exact: true }),
   scope: Schema.optionalWith(Schema.NonEmptyString, { exact: true }),
   grant: Schema.optionalWith(Schema.Literal("authorization_code", "client_credentials"), { exact: true })
 })

@@ -10,13 +10,21 @@ import * as RpcGroup from "@effect/rpc/RpcGroup"
 import * as Schema from "effect/Schema"
 import { ServerSummary } from "../McpServerEntry.js"
 import { McpTool } from "../McpTool.js"
+import { OAuthSigningAlgorithm } from "../ServerConfig.js"
 import * as ServerName from "../ServerName.js"
 import * as RpcErrors from "./RpcErrors.js"
 
-/** An HTTP server's OAuth client settings: a pre-registered client id, its secret, the scope and grant to ask for. */
+/**
+ * An HTTP server's OAuth client settings: a pre-registered client id, its secret or its
+ * `private_key_jwt` key and algorithm, a Client ID Metadata Document's URL, the scope and grant to
+ * ask for.
+ */
 export const OAuthSettings = Schema.Struct({
   clientId: Schema.optionalWith(Schema.String, { exact: true }),
   clientSecret: Schema.optionalWith(Schema.String, { exact: true }),
+  privateKey: Schema.optionalWith(Schema.String, { exact: true }),
+  signingAlgorithm: Schema.optionalWith(OAuthSigningAlgorithm, { exact: true }),
+  clientMetadataUrl: Schema.optionalWith(Schema.String, { exact: true }),
   scope: Schema.optionalWith(Schema.String, { exact: true }),
   grant: Schema.optionalWith(Schema.Literal("authorization_code", "client_credentials"), { exact: true })
 })
@@ -56,7 +64,10 @@ export const HttpTransport = Schema.TaggedStruct("http", {
   /** Sent as `Authorization: Bearer <apiKey>`. */
   apiKey: Schema.optionalWith(Schema.String, { exact: true }),
   apiKeyVariable: Schema.optionalWith(Schema.String, { exact: true }),
-  /** OAuth client settings (`clientSecret`: a `${NAME}` reference, or a literal moved into the store). */
+  /**
+   * OAuth client settings (`clientSecret`, `privateKey`: a `${NAME}` reference, or a literal moved
+   * into the store).
+   */
   oauth: Schema.optionalWith(OAuthSettings, { exact: true })
 })
 

@@ -218,8 +218,15 @@ export const viaHost = (host: HostPath.Host): Admin => {
       const t = request.transport
       const o = t._tag === "http" ? t.oauth : undefined
       const oauth = o === undefined ? {} : Object.fromEntries(
-        Object.entries({ clientId: o.clientId, clientSecret: o.clientSecret, scope: o.scope, grant: o.grant })
-          .filter(([, v]) => v !== undefined)
+        Object.entries({
+          clientId: o.clientId,
+          clientSecret: o.clientSecret,
+          privateKey: o.privateKey,
+          signingAlgorithm: o.signingAlgorithm,
+          clientMetadataUrl: o.clientMetadataUrl,
+          scope: o.scope,
+          grant: o.grant
+        }).filter(([, v]) => v !== undefined)
       ) as (typeof McpRpcs.HttpTransport.Type)["oauth"]
       return call(client.Mcp.Add({
         name: request.name,

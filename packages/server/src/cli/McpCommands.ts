@@ -141,6 +141,35 @@ const addConfig = {
     ),
     Options.optional
   ),
+  oauthPrivateKey: Options.text("oauth-private-key").pipe(
+    Options.withDescription(
+      "The client's private_key_jwt key (a PEM: PKCS#8, SEC1 or PKCS#1): @- (read from stdin, moved into the " +
+        "secret store as MCP_<SERVER>__OAUTH_PRIVATE_KEY) or a ${NAME} reference; used where the authorization " +
+        "server accepts private_key_jwt."
+    ),
+    Options.optional
+  ),
+  oauthSigningAlg: Options.choice("oauth-signing-alg", [
+    "ES256",
+    "ES384",
+    "ES512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "RS256",
+    "RS384",
+    "RS512"
+  ]).pipe(
+    Options.withDescription("The private key's JWS algorithm (default ES256)."),
+    Options.optional
+  ),
+  oauthClientMetadataUrl: Options.text("oauth-client-metadata-url").pipe(
+    Options.withDescription(
+      "The URL of this client's Client ID Metadata Document (https): its client id where the authorization " +
+        "server supports them, instead of registering a client (not with --oauth-client-id)."
+    ),
+    Options.optional
+  ),
   oauthScope: Options.text("oauth-scope").pipe(
     Options.withDescription("The OAuth scope to ask for (space-separated), instead of what the server names."),
     Options.optional
@@ -176,7 +205,10 @@ const add = Command.make("add", addConfig, Lazy.handler(() => import("./McpHandl
       "skald mcp add files --root ~/projects/site -- npx -y @modelcontextprotocol/server-filesystem",
       "skald mcp add crm --http https://crm.example.com/mcp --oauth-client-id skald-crm --oauth-client-secret @- < secret.txt",
       "skald mcp add jobs --http https://jobs.example.com/mcp --oauth-grant client_credentials --oauth-client-id bot " +
-      "--oauth-client-secret '${JOBS_SECRET}'"
+      "--oauth-client-secret '${JOBS_SECRET}'",
+      "skald mcp add ledger --http https://ledger.example.com/mcp --oauth-grant client_credentials " +
+      "--oauth-client-id skald-ledger --oauth-private-key @- < ledger-key.pem",
+      "skald mcp add wiki --http https://wiki.example.com/mcp --oauth-client-metadata-url https://me.example.com/skald.json"
     ]
   }))
 )

@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { McpServerEntry, ServerName } from "@skald/domain"
+import { McpServerEntry, type ServerConfig, ServerName } from "@skald/domain"
 import { Elicitation } from "@skald/mcp"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
@@ -58,19 +58,23 @@ const pairs = (option: string, given: HashMap.HashMap<string, string>) =>
       )).pipe(Effect.map((all) => Object.fromEntries(all)))
 
 /**
- * `--oauth-client-secret`: `@-` (stdin, one trailing newline dropped) or a `${NAME}` reference. A
- * value on the command line is refused: other users can read a process's arguments.
+ * `--oauth-client-secret` / `--oauth-private-key`: `@-` (stdin, one trailing newline dropped) or a
+ * `${NAME}` reference. A value on the command line is refused: other users can read a process's
+ * arguments.
  */
-const clientSecretOf = (given: Option.Option<string>) =>
-  Effect.gen(function*() {
-    if (Option.isNone(given)) return undefined
-    if (given.value === "@-") return (yield* readStdin("oauth-client-secret")).replace(/\r?\n$/, "")
-    if (SecretNames.isReference(given.value)) return given.value
-    return yield* new UsageError({
-      message: "--oauth-client-secret takes @- (the secret on stdin) or a ${NAME} reference (quoted: " +
-        "'${NAME}'), not the secret itself: other users can see a command's arguments"
+const secretOf =
+  (option: "oauth-client-secret" | "oauth-private-key", what: string) => (given: Option.Option<string>) =>
+    Effect.gen(function*() {
+      if (Option.isNone(given)) return undefined
+      if (given.value === "@-") return (yield* readStdin(option)).replace(/\r?\n$/, "")
+      if (SecretNames.isReference(given.value)) return given.value
+      return yield* new UsageError({
+        message: `--${option} takes @- (${what} on stdin) or a \${NAME} reference (quoted: ` +
+          `'\${NAME}'), not ${what} itself: other users can see a command's arguments`
+      })
     })
-  })
+const clientSecretOf = secretOf("oauth-client-secret", "the secret")
+const privateKeyOf = secretOf("oauth-private-key", "the key")
 
 /** `skald mcp add`'s flags → a registration request (the rules are Registration's). */
 const addRequest = (o: {
@@ -85,6 +89,9 @@ const addRequest = (o: {
   readonly root: ReadonlyArray<string>
   readonly oauthClientId: Option.Option<string>
   readonly oauthClientSecret: Option.Option<string>
+  readonly oauthPrivateKey: Option.Option<string>
+  readonly oauthSigningAlg: Option.Option<ServerConfig.OAuthSigningAlgorithm>
+  readonly oauthClientMetadataUrl: Option.Option<string>
   readonly oauthScope: Option.Option<string>
   readonly oauthGrant: Option.Option<"authorization_code" | "client_credentials">
   readonly replace: boolean
@@ -104,6 +111,15 @@ const addRequest = (o: {
       if (Option.isSome(o.apiKey) && Option.isSome(o.apiKeyEnv)) {
         return yield* new UsageError({ message: "give either --api-key or --api-key-env, not both" })
       }
+      if (
+        o.oauthClientSecret.pipe(Option.exists((v) => v === "@-")) &&
+        o.oauthPrivateKey.pipe(Option.exists((v) => v === "@-"))
+      ) {
+        return yield* new UsageError({
+          message:
+            "only one of --oauth-client-secret and --oauth-private-key can read stdin (@-): give the other as a ${NAME} reference"
+        })
+      }
       transport = {
         _tag: "http",
         url: o.http.value,
@@ -112,6 +128,9 @@ const addRequest = (o: {
         oauth: {
           clientId: Option.getOrUndefined(o.oauthClientId),
           clientSecret: yield* clientSecretOf(o.oauthClientSecret),
+          privateKey: yield* privateKeyOf(o.oauthPrivateKey),
+          signingAlgorithm: Option.getOrUndefined(o.oauthSigningAlg),
+          clientMetadataUrl: Option.getOrUndefined(o.oauthClientMetadataUrl),
           scope: Option.getOrUndefined(o.oauthScope),
           grant: Option.getOrUndefined(o.oauthGrant)
         }
@@ -120,7 +139,17 @@ const addRequest = (o: {
       if (Option.isSome(o.apiKey) || Option.isSome(o.apiKeyEnv)) {
         return yield* new UsageError({ message: "--api-key and --api-key-env go with --http" })
       }
-      if ([o.oauthClientId, o.oauthClientSecret, o.oauthScope, o.oauthGrant].some(Option.isSome)) {
+      if (
+        [
+          o.oauthClientId,
+          o.oauthClientSecret,
+          o.oauthPrivateKey,
+          o.oauthSigningAlg,
+          o.oauthClientMetadataUrl,
+          o.oauthScope,
+          o.oauthGrant
+        ].some(Option.isSome)
+      ) {
         return yield* new UsageError({ message: "the --oauth-… options go with --http" })
       }
       const [command, ...args] = commandLine
@@ -230,6 +259,9 @@ export const show = (args: ShowArgs) =>
         const oauth = view.oauth
         if (oauth?.clientId !== undefined) rows.push(["oauth client", oauth.clientId])
         if (oauth?.clientSecret !== undefined) rows.push(["oauth secret", oauth.clientSecret])
+        if (oauth?.privateKey !== undefined) rows.push(["oauth key", oauth.privateKey])
+        if (oauth?.signingAlgorithm !== undefined) rows.push(["oauth key alg", oauth.signingAlgorithm])
+        if (oauth?.clientMetadataUrl !== undefined) rows.push(["oauth metadata", oauth.clientMetadataUrl])
         if (oauth?.scope !== undefined) rows.push(["oauth scope", oauth.scope])
         if (oauth?.grant !== undefined) rows.push(["oauth grant", oauth.grant])
       }

@@ -77,6 +77,9 @@ export const configOf = (oauth: ResolvedOAuth | undefined): OAuth.Config =>
   oauth === undefined ? {} : {
     clientId: oauth.clientId,
     clientSecret: oauth.clientSecret === undefined ? undefined : Redacted.value(oauth.clientSecret),
+    privateKeyPem: oauth.privateKey === undefined ? undefined : Redacted.value(oauth.privateKey),
+    signingAlgorithm: oauth.signingAlgorithm,
+    clientMetadataUrl: oauth.clientMetadataUrl,
     scope: oauth.scope,
     grant: oauth.grant
   }

@@ -11,12 +11,20 @@ import { McpServerEntry, ServerConfig, ServerName } from "@skald/domain"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { InvalidServerEntry, ServerAlreadyRegistered } from "./HostError.js"
 import { validate } from "./McpManager.js"
 import { McpServerRepo } from "./McpServerRepo.js"
-import { API_KEY_FIELD, isReference, isValidName, OAUTH_CLIENT_SECRET_FIELD, secretNameFor } from "./SecretNames.js"
+import {
+  API_KEY_FIELD,
+  isReference,
+  isValidName,
+  OAUTH_CLIENT_SECRET_FIELD,
+  OAUTH_PRIVATE_KEY_FIELD,
+  secretNameFor
+} from "./SecretNames.js"
 import { SecretStore } from "./SecretStore.js"
 import * as ServerSecrets from "./ServerSecrets.js"
 
@@ -42,13 +50,71 @@ export type Transport =
     readonly oauth?: OAuthRequest | undefined
   }
 
-/** A pre-registered OAuth client, its scope and grant, as requested. */
+/** A pre-registered OAuth client (or a Client ID Metadata Document), its scope and grant, as requested. */
 export interface OAuthRequest {
   readonly clientId?: string | undefined
   /** A `${NAME}` reference, or a literal moved to the store as `secretNameFor(server, "OAUTH_CLIENT_SECRET")`. */
   readonly clientSecret?: string | undefined
+  /**
+   * The `private_key_jwt` key: a `${NAME}` reference, or a literal PEM (PKCS#8, SEC1 or PKCS#1),
+   * checked against the algorithm and moved to the store, as PKCS#8, as
+   * `secretNameFor(server, "OAUTH_PRIVATE_KEY")`.
+   */
+  readonly privateKey?: string | undefined
+  readonly signingAlgorithm?: ServerConfig.OAuthSigningAlgorithm | undefined
+  /** The URL of the client's Client ID Metadata Document (https; http only on a loopback host). */
+  readonly clientMetadataUrl?: string | undefined
   readonly scope?: string | undefined
   readonly grant?: "authorization_code" | "client_credentials" | undefined
+}
+
+/** The key type and curve each algorithm signs with. */
+const keyFor = (alg: ServerConfig.OAuthSigningAlgorithm): { readonly type: "ec" | "rsa"; readonly curve?: string } =>
+  alg.startsWith("ES")
+    ? { type: "ec", curve: alg === "ES256" ? "prime256v1" : alg === "ES384" ? "secp384r1" : "secp521r1" }
+    : { type: "rsa" }
+
+/**
+ * A literal private key as the PKCS#8 PEM the engine imports, or why it cannot sign with `alg`
+ * (never quoting the key).
+ */
+export const pkcs8Key = (
+  pem: string,
+  alg: ServerConfig.OAuthSigningAlgorithm
+): { readonly pem: string } | { readonly problem: string } => {
+  let key: Crypto.KeyObject
+  try {
+    key = Crypto.createPrivateKey({ key: pem, format: "pem" })
+  } catch {
+    return { problem: "the OAuth private key is not a PEM private key (unencrypted PKCS#8, SEC1 or PKCS#1)" }
+  }
+  const wanted = keyFor(alg)
+  const curve = key.asymmetricKeyDetails?.namedCurve
+  if (key.asymmetricKeyType !== wanted.type || (wanted.curve !== undefined && curve !== wanted.curve)) {
+    const has = key.asymmetricKeyType === "ec"
+      ? `an EC key on ${curve ?? "an unknown curve"}`
+      : `a ${key.asymmetricKeyType} key`
+    const needs = wanted.type === "ec" ? `an EC key on ${wanted.curve}` : "an RSA key"
+    return { problem: `the OAuth private key is ${has}, but ${alg} signs with ${needs}` }
+  }
+  return { pem: key.export({ type: "pkcs8", format: "pem" }).toString() }
+}
+
+/** Where a Client ID Metadata Document may live: https with a path; http only on a loopback host. */
+const metadataUrlProblem = (value: string): string | undefined => {
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    return `the Client ID Metadata Document URL is not a URL: ${JSON.stringify(value)}`
+  }
+  const loopback = url.hostname === "127.0.0.1" || url.hostname === "localhost" || url.hostname === "[::1]"
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
+    return "the Client ID Metadata Document URL must be https (http only on a loopback host)"
+  }
+  if (url.pathname === "/" || url.pathname === "") return "the Client ID Metadata Document URL needs a path"
+  if (url.hash !== "") return "the Client ID Metadata Document URL must not have a fragment"
+  return undefined
 }
 
 /** A registration as requested. */
@@ -136,7 +202,10 @@ export const plan = (request: Request): Effect.Effect<Planned, InvalidServerEntr
       ? undefined
       : toReference(t.apiKey, API_KEY_FIELD)
     const o = t.oauth
-    const given = o !== undefined && [o.clientId, o.clientSecret, o.scope, o.grant].some((v) => v !== undefined)
+    const given = o !== undefined &&
+      [o.clientId, o.clientSecret, o.privateKey, o.signingAlgorithm, o.clientMetadataUrl, o.scope, o.grant].some((v) =>
+        v !== undefined
+      )
     if (given && apiKey !== undefined) {
       return invalid("an api key turns OAuth off: give either the api key or the OAuth client settings, not both")
     }
@@ -145,13 +214,41 @@ export const plan = (request: Request): Effect.Effect<Planned, InvalidServerEntr
       return invalid("an OAuth client secret needs the client id it belongs to")
     }
     if (o?.clientSecret !== undefined && o.clientSecret.length === 0) return invalid("the OAuth client secret is empty")
+    if (o?.clientMetadataUrl !== undefined) {
+      const problem = metadataUrlProblem(o.clientMetadataUrl)
+      if (problem !== undefined) return invalid(problem)
+      if (o.clientId !== undefined) {
+        return invalid("give either a pre-registered client id or a Client ID Metadata Document URL, not both")
+      }
+      if (o.grant === "client_credentials") {
+        return invalid("a Client ID Metadata Document is for a user's authorization, not the client credentials grant")
+      }
+    }
     if (o?.grant === "client_credentials" && o.clientId === undefined) {
       return invalid("the client credentials grant needs a pre-registered client id (and usually its secret)")
     }
     if (o?.scope !== undefined && o.scope.trim().length === 0) return invalid("the OAuth scope is empty")
+    if (o?.privateKey !== undefined && o.clientId === undefined) {
+      return invalid("an OAuth private key needs the client id it belongs to")
+    }
+    if (o?.privateKey !== undefined && o.privateKey.trim().length === 0) {
+      return invalid("the OAuth private key is empty")
+    }
+    if (o?.signingAlgorithm !== undefined && o.privateKey === undefined) {
+      return invalid("an OAuth signing algorithm goes with the private key it signs with")
+    }
+    let privateKey = o?.privateKey
+    if (privateKey !== undefined && !isReference(privateKey)) {
+      const checked = pkcs8Key(privateKey, o?.signingAlgorithm ?? "ES256")
+      if ("problem" in checked) return invalid(checked.problem)
+      privateKey = checked.pem
+    }
     const oauth: ServerConfig.HttpOAuthConfig | undefined = !given ? undefined : {
       ...(o.clientId === undefined ? {} : { clientId: o.clientId }),
       ...(o.clientSecret === undefined ? {} : { clientSecret: toReference(o.clientSecret, OAUTH_CLIENT_SECRET_FIELD) }),
+      ...(privateKey === undefined ? {} : { privateKey: toReference(privateKey, OAUTH_PRIVATE_KEY_FIELD) }),
+      ...(o.signingAlgorithm === undefined ? {} : { signingAlgorithm: o.signingAlgorithm }),
+      ...(o.clientMetadataUrl === undefined ? {} : { clientMetadataUrl: o.clientMetadataUrl }),
       ...(o.scope === undefined ? {} : { scope: o.scope.trim() }),
       ...(o.grant === undefined ? {} : { grant: o.grant })
     }
@@ -198,7 +295,10 @@ export const describe = (entry: McpServerEntry.McpServerEntry) => {
             ...c.oauth,
             ...(c.oauth.clientSecret === undefined
               ? {}
-              : { clientSecret: isReference(c.oauth.clientSecret) ? c.oauth.clientSecret : HIDDEN })
+              : { clientSecret: isReference(c.oauth.clientSecret) ? c.oauth.clientSecret : HIDDEN }),
+            ...(c.oauth.privateKey === undefined
+              ? {}
+              : { privateKey: isReference(c.oauth.privateKey) ? c.oauth.privateKey : HIDDEN })
           }
         })
       })

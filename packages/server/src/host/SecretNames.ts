@@ -65,9 +65,13 @@ export const OAUTH_FIELD = "OAUTH"
 /** The field of an HTTP server's pre-registered OAuth client secret (`--oauth-client-secret`), in secret names. */
 export const OAUTH_CLIENT_SECRET_FIELD = "OAUTH_CLIENT_SECRET"
 
+/** The field of an HTTP server's OAuth `private_key_jwt` key (`--oauth-private-key`), in secret names. */
+export const OAUTH_PRIVATE_KEY_FIELD = "OAUTH_PRIVATE_KEY"
+
 /**
  * Each field of a config that holds a secret reference: `API_KEY` → the api key,
- * `OAUTH_CLIENT_SECRET` → the OAuth client secret, an env key → its value.
+ * `OAUTH_CLIENT_SECRET` → the OAuth client secret, `OAUTH_PRIVATE_KEY` → its `private_key_jwt`
+ * key, an env key → its value.
  */
 export const secretFields = (
   config: ServerConfig.ServerConfig
@@ -77,7 +81,10 @@ export const secretFields = (
       ...(config.apiKey === undefined ? [] : [[API_KEY_FIELD, config.apiKey] as const]),
       ...(config.oauth?.clientSecret === undefined
         ? []
-        : [[OAUTH_CLIENT_SECRET_FIELD, config.oauth.clientSecret] as const])
+        : [[OAUTH_CLIENT_SECRET_FIELD, config.oauth.clientSecret] as const]),
+      ...(config.oauth?.privateKey === undefined
+        ? []
+        : [[OAUTH_PRIVATE_KEY_FIELD, config.oauth.privateKey] as const])
     ]
     : Object.entries(config.env)
 

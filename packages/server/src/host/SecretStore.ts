@@ -69,10 +69,13 @@ export const exposedWarning = (e: Exposed): string =>
   `the secrets ${e.kind} ${e.path} is accessible to other users (mode ${e.mode.toString(8).padStart(4, "0")}); ` +
   `fix it with: chmod ${privateMode(e.kind).toString(8)} ${e.path}`
 
-/** An HTTP server's OAuth client settings with the client secret's reference resolved. */
+/** An HTTP server's OAuth client settings with the client secret's and private key's references resolved. */
 export interface ResolvedOAuth {
   readonly clientId?: string | undefined
   readonly clientSecret?: Redacted.Redacted<string> | undefined
+  readonly privateKey?: Redacted.Redacted<string> | undefined
+  readonly signingAlgorithm?: ServerConfig.OAuthSigningAlgorithm | undefined
+  readonly clientMetadataUrl?: string | undefined
   readonly scope?: string | undefined
   readonly grant?: "authorization_code" | "client_credentials" | undefined
 }
@@ -209,7 +212,17 @@ export class SecretStore extends Effect.Service<SecretStore>()("@skald/server/Se
           ? undefined
           : yield* interpolate(server, o.clientSecret, secrets)
         if (clientSecret !== undefined) secrets.push(clientSecret)
-        const oauth: ResolvedOAuth = { clientId: o.clientId, clientSecret, scope: o.scope, grant: o.grant }
+        const privateKey = o.privateKey === undefined ? undefined : yield* interpolate(server, o.privateKey, secrets)
+        if (privateKey !== undefined) secrets.push(privateKey)
+        const oauth: ResolvedOAuth = {
+          clientId: o.clientId,
+          clientSecret,
+          privateKey,
+          signingAlgorithm: o.signingAlgorithm,
+          clientMetadataUrl: o.clientMetadataUrl,
+          scope: o.scope,
+          grant: o.grant
+        }
         return { _tag: "http", url: config.url, apiKey, oauth, secrets } satisfies Resolved as Resolved
       }
       const env: Record<string, string> = {}

@@ -18,6 +18,7 @@ import {
   legacySecretNameFor,
   OAUTH_CLIENT_SECRET_FIELD,
   OAUTH_FIELD,
+  OAUTH_PRIVATE_KEY_FIELD,
   references,
   secretFields,
   secretNameFor
@@ -37,6 +38,8 @@ const withField = (
       ? ServerConfig.HttpServerConfig.make(
         field === OAUTH_CLIENT_SECRET_FIELD && config.oauth !== undefined
           ? { ...config, oauth: { ...config.oauth, clientSecret: template } }
+          : field === OAUTH_PRIVATE_KEY_FIELD && config.oauth !== undefined
+          ? { ...config, oauth: { ...config.oauth, privateKey: template } }
           : { ...config, apiKey: template }
       )
       : ServerConfig.StdioServerConfig.make({ ...config, env: { ...config.env, [field]: template } })

@@ -9,6 +9,7 @@
  */
 import { Args, Command, Options } from "@effect/cli"
 import * as ServerName from "@skald/domain/ServerName"
+import * as ServerConfig from "@skald/domain/ServerConfig"
 import * as HashMap from "effect/HashMap"
 import * as CallOptions from "./CallOptions.js"
 import * as Help from "./Help.js"
@@ -149,17 +150,7 @@ const addConfig = {
     ),
     Options.optional
   ),
-  oauthSigningAlg: Options.choice("oauth-signing-alg", [
-    "ES256",
-    "ES384",
-    "ES512",
-    "PS256",
-    "PS384",
-    "PS512",
-    "RS256",
-    "RS384",
-    "RS512"
-  ]).pipe(
+  oauthSigningAlg: Options.choice("oauth-signing-alg", ServerConfig.OAuthSigningAlgorithm.literals).pipe(
     Options.withDescription("The private key's JWS algorithm (default ES256)."),
     Options.optional
   ),

@@ -20,7 +20,9 @@ import { HostInfo } from "@skald/server/rpc/HostHandlers"
 import * as RpcServer from "@skald/server/rpc/RpcServer"
 import * as Tic from "@skald/server/tic/Tic"
 import { Chunk, Context, Deferred, Effect, FastCheck as fc, Fiber, Layer, Stream } from "effect"
+import { fixture } from "./fixtures/fixtures.js"
 import { fixtureEntry, makeHome, startManager, waitForState } from "./host-support.js"
+import { startHttpFixture } from "./http-support.js"
 import { eventuallyEffect } from "./support.js"
 import { agentOver } from "./support/agent.js"
 import * as Scripted from "./support/scripted-model.js"
@@ -206,6 +208,31 @@ describe("RPC handlers", () => {
       assert.notInclude(taken.message, "--")
       const bad = yield* Effect.flip(client.Mcp.Add({ name: "a__b", transport: { _tag: "stdio", command: "node" } }))
       assert.strictEqual(bad._tag, "InvalidServer")
+    }))
+
+  it.scopedLive("Mcp.Login: the URL, then Authorized and the server connected; typed failures for the rest", () =>
+    Effect.gen(function*() {
+      const { client, manager } = yield* clientFor([])
+      const server = yield* startHttpFixture(fixture("oauth-http"))
+      yield* client.Mcp.Add({ name: "guarded", transport: { _tag: "http", url: server.url } })
+      // The host has no one to ask: it fails until authorized.
+      yield* waitForState(manager, "guarded", "failed")
+      const steps = yield* client.Mcp.Login({ name: "guarded" }).pipe(
+        // A browser: the authorization server approves at once and redirects to the host's listener.
+        Stream.tap((step) =>
+          step._tag === "Open" ? Effect.promise(() => fetch(step.url).then((r) => r.text())) : Effect.void
+        ),
+        collect
+      )
+      assert.deepStrictEqual(steps.map((s) => s._tag), ["Open", "Authorized"])
+      assert.match((steps[0] as { url: string }).url, /^http:\/\/127\.0\.0\.1:\d+\/authorize\?/)
+      yield* waitForState(manager, "guarded", "connected")
+      // A stdio server cannot be authorized; an unknown one is not found; nothing is opened for either.
+      const stdio = yield* Effect.flip(collect(client.Mcp.Login({ name: "echo" })))
+      assert.strictEqual(stdio._tag, "AuthorizationFailed")
+      assert.include(stdio.message, "it is a stdio server")
+      assert.strictEqual((yield* Effect.flip(collect(client.Mcp.Login({ name: "ghost" }))))._tag, "ServerNotFound")
+      assert.strictEqual((yield* Effect.flip(collect(client.Mcp.Login({ name: "not a name" }))))._tag, "ServerNotFound")
     }))
 
   it.scopedLive("MCP administration: list with status, show, tools, disable/enable, restart, logs, events, add and remove", () =>

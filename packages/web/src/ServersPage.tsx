@@ -5,8 +5,11 @@
  * (stdio or HTTP, secrets as references: AddServer.tsx).
  */
 import type { McpServerEntry, McpTool } from "@skald/domain"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
-import type * as Stream from "effect/Stream"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Stream from "effect/Stream"
 import { useEffect, useRef, useState } from "react"
 import { type AddPayload, AddServerForm } from "./AddServer.js"
 import { type AnyRuntime, useAction, useStreamFold } from "./hooks.js"
@@ -33,6 +36,116 @@ export interface ServersApi<R> {
   readonly remove: (name: string) => Effect.Effect<unknown, unknown, R>
   /** Registers a server (it connects at once). */
   readonly add: (payload: AddPayload) => Effect.Effect<unknown, unknown, R>
+  /**
+   * Authorizes an HTTP server with OAuth, run by the host: the URL to open first, then
+   * `Authorized` (the server is restarted with its tokens). Interrupting it gives up.
+   */
+  readonly login: (name: string) => Stream.Stream<LoginStep, unknown, R>
+}
+
+/** A step of an authorization (McpRpcs.LoginStep). */
+export type LoginStep = { readonly _tag: "Open"; readonly url: string } | { readonly _tag: "Authorized" }
+
+/**
+ * Whether authorizing would help: the server failed on its OAuth login (none yet, expired or the
+ * flow failed) — not on a refused configured client, which a login cannot fix.
+ */
+const needsLogin = (s: McpServerEntry.ServerSummary): boolean => {
+  const cause = s.errorCause
+  return s.transport === "http" && cause?._tag === "McpHttpError" && cause.oauth !== undefined &&
+    cause.oauth !== "client"
+}
+
+/**
+ * The Authorize button and what follows it. The tab is opened on the click itself (a tab opened
+ * later, when the URL arrives, is what popup blockers stop), blank and with no way back to this
+ * page, then sent to the URL; the link is shown as well, for when no tab could be opened.
+ */
+const Authorize = <R extends unknown>({ runtime, api, name, needed }: {
+  readonly runtime: AnyRuntime<R>
+  readonly api: ServersApi<R>
+  readonly name: string
+  /** Whether the server's status says a login would help (the button is offered). */
+  readonly needed: boolean
+}) => {
+  const [state, setState] = useState<
+    | { readonly _tag: "Idle" }
+    | { readonly _tag: "Waiting"; readonly url?: string }
+    | { readonly _tag: "Authorized" }
+    | { readonly _tag: "Failed"; readonly error: string }
+  >({ _tag: "Idle" })
+  const fiber = useRef<Fiber.RuntimeFiber<unknown, unknown> | undefined>(undefined)
+  useEffect(() => () => {
+    if (fiber.current !== undefined) runtime.runFork(Fiber.interrupt(fiber.current))
+  }, [runtime])
+  const start = () => {
+    const tab = window.open("about:blank", "_blank")
+    if (tab !== null) tab.opener = null
+    setState({ _tag: "Waiting" })
+    let sent = false
+    const run = runtime.runFork(Stream.runForEach(api.login(name), (step) =>
+      Effect.sync(() => {
+        if (step._tag === "Open") {
+          sent = true
+          if (tab !== null && !tab.closed) tab.location.href = step.url
+          setState({ _tag: "Waiting", url: step.url })
+        } else {
+          // A grant with no one to ask (client credentials) never sent the tab anywhere.
+          if (!sent) tab?.close()
+          setState({ _tag: "Authorized" })
+        }
+      })))
+    fiber.current = run
+    run.addObserver((exit) => {
+      if (Exit.isFailure(exit) && !Exit.isInterrupted(exit)) {
+        const error = Cause.squash(exit.cause)
+        tab?.close()
+        setState({ _tag: "Failed", error: errorOf(error) })
+      }
+    })
+  }
+  if (!needed && state._tag === "Idle") return null
+  // The redirect goes to 127.0.0.1 of the machine the browser runs on: the host's only when the
+  // page is on a loopback address too.
+  const remote = !["127.0.0.1", "localhost", "[::1]"].includes(window.location.hostname)
+  return (
+    <div className="authorize" data-testid={`authorize-${name}`}>
+      {needed || state._tag === "Waiting"
+        ? (
+          <button
+            type="button"
+            disabled={state._tag === "Waiting"}
+            onClick={start}
+            aria-label={`Authorize ${name}`}
+          >
+            Authorize…
+          </button>
+        )
+        : null}
+      {state._tag === "Waiting"
+        ? (
+          <p className="muted" role="status">
+            {state.url === undefined ? "Starting the authorization…" : (
+              <>
+                Waiting for the authorization in the opened tab (5 minutes at most); if none opened,{" "}
+                <a href={state.url} target="_blank" rel="noopener noreferrer">open the authorization page</a>.
+              </>
+            )}
+          </p>
+        )
+        : null}
+      {remote && needed
+        ? (
+          <p className="muted">
+            The authorization ends at 127.0.0.1 on the host's machine: authorize from a browser there, or run{" "}
+            <code>skald mcp login {name}</code> on it.
+          </p>
+        )
+        : null}
+      {state._tag === "Authorized" ? <p role="status">Authorized: the server reconnects with its new login.</p> : null}
+      {state._tag === "Failed" ? <p role="alert" className="error">{state.error}</p> : null}
+    </div>
+  )
 }
 
 const stateText = (s: McpServerEntry.ServerSummary): string => {
@@ -73,6 +186,9 @@ const ServerRow = <R extends unknown>({ runtime, api, server, selected, onSelect
       <td>
         <span className={`state state-${server.state}`} data-testid={`state-${name}`}>{stateText(server)}</span>
         {server.error !== undefined ? <div className="error">{server.error}</div> : null}
+        {server.transport === "http"
+          ? <Authorize runtime={runtime} api={api} name={name} needed={needsLogin(server)} />
+          : null}
         {server.nextRetryAt !== undefined
           ? <div className="muted">next retry at {new Date(server.nextRetryAt).toLocaleTimeString()}</div>
           : null}

@@ -59,5 +59,7 @@ export const serversApi: ServersApi<HostClient> = {
   setEnabled: (name, enabled) => act((client) => client.Mcp.SetEnabled({ name, enabled })),
   restart: (name) => act((client) => client.Mcp.Restart({ name })),
   remove: (name) => act((client) => client.Mcp.Remove({ name })),
-  add: (payload) => act((client) => client.Mcp.Add(payload))
+  add: (payload) => act((client) => client.Mcp.Add(payload)),
+  // Not resubscribed after a reconnect: a login cut off is given up (the host closes its listener).
+  login: (name) => Stream.unwrap(Effect.map(HostClient, ({ client }) => client.Mcp.Login({ name })))
 }

@@ -251,4 +251,24 @@ export const Events = Rpc.make("Mcp.Events", {
 })
 
 /** The MCP administration RPCs. */
-export class McpRpcs extends RpcGroup.make(List, Show, Add, SetEnabled, Remove, Restart, Tools, Logs, Events) {}
+/** A step of `Login`: the authorization URL to open in a browser, then the authorization done. */
+export const LoginStep = Schema.Union(
+  Schema.TaggedStruct("Open", { url: Schema.String }),
+  Schema.TaggedStruct("Authorized", {})
+)
+export type LoginStep = typeof LoginStep.Type
+
+/**
+ * Authorizes a registered HTTP server with OAuth, run by the host: its old tokens are forgotten,
+ * the URL to open in a browser on the host's machine comes first (the redirect goes to a listener
+ * of the host on 127.0.0.1), then `Authorized` once the tokens are stored and the server is
+ * restarted with them. Ending the stream gives up the authorization. At most 5 minutes.
+ */
+export const Login = Rpc.make("Mcp.Login", {
+  payload: { name: Schema.String },
+  success: LoginStep,
+  error: Schema.Union(RpcErrors.ServerNotFound, RpcErrors.AuthorizationFailed, RpcErrors.HostFailure),
+  stream: true
+})
+
+export class McpRpcs extends RpcGroup.make(List, Show, Add, SetEnabled, Remove, Restart, Tools, Logs, Events, Login) {}

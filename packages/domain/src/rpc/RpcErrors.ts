@@ -100,6 +100,18 @@ export class InvalidServer extends Schema.TaggedError<InvalidServer>("@skald/dom
   }
 }
 
+/**
+ * The authorization of an HTTP server could not be completed: the server is not an HTTP one, or
+ * the flow failed (the reason says where; never a token or secret).
+ */
+export class AuthorizationFailed extends Schema.TaggedError<AuthorizationFailed>(
+  "@skald/domain/rpc/AuthorizationFailed"
+)("AuthorizationFailed", { name: Schema.String, reason: Schema.String }) {
+  override get message(): string {
+    return `could not authorize MCP server '${this.name}': ${this.reason}`
+  }
+}
+
 /** The host failed at something of its own (its database, its files): what it tried, and why. */
 export class HostFailure extends Schema.TaggedError<HostFailure>("@skald/domain/rpc/HostFailure")("HostFailure", {
   problem: Schema.String

@@ -8,8 +8,8 @@
  * @since 0.1.0
  */
 import { Args, Command, Options } from "@effect/cli"
-import * as ServerName from "@skald/domain/ServerName"
 import * as ServerConfig from "@skald/domain/ServerConfig"
+import * as ServerName from "@skald/domain/ServerName"
 import * as HashMap from "effect/HashMap"
 import * as CallOptions from "./CallOptions.js"
 import * as Help from "./Help.js"

@@ -7,13 +7,25 @@
  */
 import type { PlatformError } from "@effect/platform/Error"
 import { McpRpcs, RpcErrors, ServerName, ToolName } from "@skald/domain"
+import type { OAuth } from "@skald/mcp"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as EventRepo from "../host/EventRepo.js"
-import type { CorruptRow, DatabaseError, UnknownServer } from "../host/HostError.js"
+import type {
+  CorruptRow,
+  DatabaseError,
+  SecretStoreError,
+  UnknownSecretReference,
+  UnknownServer
+} from "../host/HostError.js"
 import { McpManager } from "../host/McpManager.js"
+import { McpServerRepo } from "../host/McpServerRepo.js"
+import * as OAuthTokens from "../host/OAuthTokens.js"
 import { Registration } from "../host/Registration.js"
+import { SecretStore } from "../host/SecretStore.js"
 import { readLog, ServerLogs } from "../host/ServerLogs.js"
 import { hostFailure, orHostFailure } from "./Failures.js"
 
@@ -47,12 +59,51 @@ export const storedEventOf = (e: EventRepo.StoredEvent): McpRpcs.StoredEvent =>
     ...(e.processedAt === undefined ? {} : { processedAt: e.processedAt })
   })
 
+/** How long `Login` waits for the browser's redirect. */
+export const LOGIN_TIMEOUT: Duration.DurationInput = "5 minutes"
+
+type LoginError = RpcErrors.ServerNotFound | RpcErrors.AuthorizationFailed | RpcErrors.HostFailure
+
+/**
+ * Why a login failed, as the group says it: the flow's own failures (OAuth's, a stdio server, an
+ * unset secret its client needs) are the authorization's; the host's database and files are its own.
+ */
+const loginError = (
+  name: string,
+  error:
+    | OAuth.OAuthError
+    | OAuth.OAuthRefreshFailed
+    | OAuth.OAuthAuthorizationRequired
+    | OAuthTokens.OAuthNotApplicable
+    | UnknownServer
+    | UnknownSecretReference
+    | SecretStoreError
+    | DatabaseError
+    | CorruptRow
+): LoginError => {
+  switch (error._tag) {
+    case "UnknownServer":
+      return new RpcErrors.ServerNotFound({ name })
+    case "OAuthError":
+    case "OAuthRefreshFailed":
+    case "OAuthNotApplicable":
+      return new RpcErrors.AuthorizationFailed({ name, reason: error.reason })
+    case "OAuthAuthorizationRequired":
+    case "UnknownSecretReference":
+      return new RpcErrors.AuthorizationFailed({ name, reason: error.message })
+    default:
+      return hostFailure(error)
+  }
+}
+
 /** The handlers of `McpRpcs`. */
 export const layer = McpRpcs.McpRpcs.toLayer(Effect.gen(function*() {
   const manager = yield* McpManager
   const registration = yield* Registration
   const logs = yield* ServerLogs
   const events = yield* EventRepo.EventRepo
+  const repo = yield* McpServerRepo
+  const secrets = yield* SecretStore
   const registered = (name: string) =>
     Effect.flatMap(nameOf(name), (valid) =>
       registration.show(valid).pipe(
@@ -154,6 +205,30 @@ export const layer = McpRpcs.McpRpcs.toLayer(Effect.gen(function*() {
           Stream.filter((bytes) => bytes.length > 0),
           Stream.decodeText()
         )
+      })),
+    "Mcp.Login": ({ name }) =>
+      Stream.unwrapScoped(Effect.gen(function*() {
+        const { name: valid } = yield* registered(name)
+        const steps = yield* Mailbox.make<McpRpcs.LoginStep, LoginError>()
+        const authorizer = yield* OAuthTokens.loopbackAuthorizer(
+          (url) => steps.offer({ _tag: "Open", url: url.href }),
+          LOGIN_TIMEOUT,
+          valid
+        )
+        yield* OAuthTokens.login(valid, authorizer).pipe(
+          Effect.provideService(McpServerRepo, repo),
+          Effect.provideService(SecretStore, secrets),
+          // The server reconnects with its new tokens now, not at its next retry.
+          Effect.zipRight(manager.restart(valid)),
+          Effect.mapError((error) => loginError(valid, error)),
+          // Whatever ends it (a defect too) ends the stream.
+          Effect.matchCauseEffect({
+            onFailure: (cause) => steps.failCause(cause),
+            onSuccess: () => Effect.zipRight(steps.offer({ _tag: "Authorized" }), steps.end)
+          }),
+          Effect.forkScoped
+        )
+        return Mailbox.toStream(steps)
       })),
     "Mcp.Events": ({ limit, pending }) =>
       events.list({ pending: pending ?? false, ...(limit === undefined ? {} : { limit }) }).pipe(

@@ -1,0 +1,86 @@
+/**
+ * Authorizing an OAuth server from the web UI, in real headless Chromium against a real `skald
+ * serve` and the loopback authorization server (fixtures/oauth-http.ts): the host cannot ask anyone,
+ * so the server fails as needing authorization and the Servers page offers "Authorize…"; the click
+ * opens a tab, the host's `Mcp.Login` sends it to the authorization URL, the server redirects to the
+ * host's own listener on 127.0.0.1, and the server reconnects with its tokens — which are in the
+ * secret store and nowhere on the page.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import type { ChildProcess } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { runSkald, startServe, stopProcess } from "./cli-support.js"
+import { fixture } from "./fixtures/fixtures.js"
+import { tempHome } from "./host-support.js"
+import { startHttpFixture } from "./http-support.js"
+import { assertNoProblems, launchBrowser, openPage } from "./support/browser.js"
+
+const MARKER = "SKALD-OAUTH-MARKER"
+
+const stateOf = async (home: string, name: string): Promise<string | undefined> => {
+  const out = await runSkald(["mcp", "list", "--json", "--home", home])
+  if (out.status !== 0) return undefined
+  return (JSON.parse(out.stdout) as Array<{ name: string; state: string }>).find((s) => s.name === name)?.state
+}
+
+describe("the Servers page and OAuth", () => {
+  it.scoped(
+    "a server that needs a login is authorized from the page; it connects, and no token reaches the page",
+    () =>
+      Effect.gen(function*() {
+        const home = yield* tempHome
+        const record = Path.join(home, "fixture.jsonl")
+        const server = yield* startHttpFixture(fixture("oauth-http", { FIXTURE_RECORD: record }))
+        const added = yield* Effect.promise(() =>
+          runSkald(["mcp", "add", "guarded", "--http", server.url, "--home", home])
+        )
+        assert.strictEqual(added.status, 0, added.stderr)
+        let child: ChildProcess | undefined
+        yield* Effect.addFinalizer(() => child === undefined ? Effect.void : Effect.promise(() => stopProcess(child!)))
+        const serve = yield* Effect.promise(() => startServe(home))
+        child = serve.child
+        const wait = (what: Promise<unknown>) => Effect.promise(() => what)
+
+        const browser = yield* launchBrowser
+        const tab = yield* openPage(browser)
+        const page = tab.page
+        yield* wait(page.goto(serve.url))
+        // No login yet: the host cannot ask anyone, so the server fails and the page offers the login.
+        yield* wait(page.getByTestId("state-guarded").filter({ hasText: "failed" }).waitFor())
+        const authorize = page.getByRole("button", { name: "Authorize guarded" })
+        yield* wait(authorize.waitFor())
+        // A server that needs no login is offered none.
+        assert.strictEqual(yield* Effect.promise(() => page.getByRole("button", { name: /^Authorize / }).count()), 1)
+
+        const popup = page.waitForEvent("popup")
+        yield* wait(authorize.click())
+        const opened = yield* Effect.promise(() => popup)
+        // The tab went to the authorization server, which approved at once and redirected to the host.
+        yield* wait(opened.getByText("authorization received").waitFor())
+        yield* wait(page.getByText("Authorized: the server reconnects with its new login.").waitFor())
+        yield* wait(page.getByTestId("state-guarded").filter({ hasText: /^connected/ }).waitFor())
+        assert.strictEqual(yield* Effect.promise(() => stateOf(home, "guarded")), "connected")
+        // The button goes with the failure.
+        yield* wait(authorize.waitFor({ state: "detached" }))
+
+        const events = Fs.readFileSync(record, "utf8").trim().split("\n").map((l) => JSON.parse(l))
+        assert.strictEqual(events.filter((e) => e.event === "authorize").length, 1)
+        assert.deepStrictEqual(
+          events.filter((e) => e.event === "token").map((e) => e.grant),
+          ["authorization_code"]
+        )
+        // The tokens: in the secret store; not on the page, not in the host's output.
+        const text = yield* Effect.promise(() => page.locator("body").innerText())
+        assert.notInclude(text, MARKER)
+        assert.notInclude(serve.stderr(), MARKER)
+        assert.isTrue(
+          Fs.readdirSync(Path.join(home, "secrets", "vars")).includes("MCP_GUARDED__OAUTH"),
+          "the tokens are stored as MCP_GUARDED__OAUTH"
+        )
+        assertNoProblems(tab)
+      }),
+    120_000
+  )
+})

@@ -6,11 +6,14 @@
  * lists none, a grant of a disabled or deleted server is kept and offers nothing, and the
  * session's grants never change through a frame's.
  */
+import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
 import { McpServerRepo, ServerList, StatusRepo } from "@skald/server"
 import { ChatStore } from "@skald/server/agent/ChatStore"
 import * as Grants from "@skald/server/agent/Grants"
+import * as Orphans from "@skald/server/host/Orphans"
 import { Context, Effect, Exit, FastCheck as fc, Layer, Scope } from "effect"
+import * as ChildProcess from "node:child_process"
 import { fixtureEntry, servicesLayer, tempHome } from "./host-support.js"
 
 const SERVERS = ["alpha", "beta", "gamma"] as const
@@ -160,4 +163,59 @@ describe("tool grants", () => {
       })),
     { fastCheck: { numRuns: 25 } }
   )
+
+  it.scoped("a frame cut short by a killed process: its grants go when the next process builds the service", () =>
+    Effect.gen(function*() {
+      const home = yield* tempHome
+      // A process that ran a frame and was killed: its pid and start time, taken while it ran.
+      const child = ChildProcess.spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" })
+      const owner = yield* Effect.promise(() =>
+        new Promise<Orphans.ProcessStat>((resolve, reject) =>
+          child.once("spawn", () => {
+            const stat = Orphans.stat(child.pid!)
+            if (stat === undefined) reject(new Error("no /proc: this test needs Linux"))
+            else resolve(stat)
+          })
+        )
+      )
+      child.kill("SIGKILL")
+      yield* Effect.promise(() => new Promise((resolve) => child.once("exit", resolve)))
+
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(hostLayer(home), scope)
+      const { grants, session, sql } = yield* Effect.provide(
+        Effect.gen(function*() {
+          const session = (yield* (yield* ChatStore).createSession({ agent: "main" })).id
+          return { grants: yield* Grants.Grants, session, sql: yield* SqlClient.SqlClient }
+        }),
+        context
+      )
+      // This process's frame (alive) and the killed one's; a row with no owner (no /proc) is left alone.
+      yield* grants.activate(Grants.stackScope(session, "mine"), ["alpha"])
+      yield* sql`INSERT INTO stack_mcp_grants (stack, session, name, granted_at, owner_pid, owner_start_time)
+        VALUES ('killed', ${session}, 'alpha', '2026-01-01T00:00:00Z', ${owner.pid}, ${owner.startTime}),
+               ('unknown', ${session}, 'beta', '2026-01-01T00:00:00Z', NULL, NULL)`
+      // This process's own frame names it.
+      const mine = yield* sql<{ owner_pid: number; owner_start_time: number }>`
+        SELECT owner_pid, owner_start_time FROM stack_mcp_grants WHERE stack = 'mine'`
+      assert.deepStrictEqual(mine.map((r) => [r.owner_pid, r.owner_start_time]), [
+        [process.pid, Orphans.stat(process.pid)!.startTime]
+      ])
+      yield* Scope.close(scope, Exit.void)
+
+      // The next process (here: the service built again) deletes the killed frame's grants only.
+      const again = yield* Layer.build(hostLayer(home))
+      const left = yield* Effect.provide(
+        Effect.gen(function*() {
+          const grants = yield* Grants.Grants
+          return {
+            mine: yield* grants.list(Grants.stackScope(session, "mine")),
+            killed: yield* grants.list(Grants.stackScope(session, "killed")),
+            unknown: yield* grants.list(Grants.stackScope(session, "unknown"))
+          }
+        }),
+        again
+      )
+      assert.deepStrictEqual(left, { mine: ["alpha"], killed: [], unknown: ["beta"] })
+    }))
 })

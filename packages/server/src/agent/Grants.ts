@@ -2,8 +2,10 @@
  * Tool grants (lazy MCP tool loading, docs/agent.md): the tool groups an agent activated with
  * `activate_tools` — MCP server names or the reserved `config`. A root agent's grants belong to
  * its session (`session_mcp_grants`: they survive turns and restarts); a sub-agent's belong to its
- * stack frame (`stack_mcp_grants`: they survive restarts and are deleted when the frame ends), and
- * a frame starts with none. A grant names a group, not a server row: the grant of a server that is
+ * stack frame (`stack_mcp_grants`: deleted when the frame ends), and a frame starts with none. A
+ * frame's grants name the process running it (pid and start time, from `/proc`): a frame cut short
+ * by a killed process runs no finalizer, so the next process to build this service deletes the
+ * grants of every frame whose process is gone (frames are never resumed). A grant names a group, not a server row: the grant of a server that is
  * disabled or deleted is kept and offers nothing until the server is back (`resolve`).
  *
  * @since 0.1.0
@@ -13,6 +15,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import type { McpServerEntry } from "@skald/domain"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import * as Orphans from "../host/Orphans.js"
 import { nowIso } from "../host/Time.js"
 
 /** The reserved group of the configuration tools (agent/tools/ConfigTools.ts). */
@@ -42,8 +45,10 @@ export class GrantsError extends Schema.TaggedError<GrantsError>("@skald/server/
   }
 }
 
-const failWith = (operation: string) => (error: SqlError) =>
-  new GrantsError({ operation, reason: String((error.cause as Error | undefined)?.message ?? error.message) })
+/** What the database said. */
+const reasonOf = (error: SqlError): string => String((error.cause as Error | undefined)?.message ?? error.message)
+
+const failWith = (operation: string) => (error: SqlError) => new GrantsError({ operation, reason: reasonOf(error) })
 
 /** What a granted group offers now. */
 export type GrantState =
@@ -92,6 +97,25 @@ export const offered = (grants: ReadonlyArray<ResolvedGrant>): ReadonlyArray<str
 export class Grants extends Effect.Service<Grants>()("@skald/server/Grants", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    /** This process, as its frames' grants name it (undefined without `/proc`: no owner recorded). */
+    const self = Orphans.stat(process.pid)
+
+    // The grants of frames whose process is gone (killed mid-frame): never used again, deleted.
+    yield* Effect.gen(function*() {
+      const owners = yield* sql<{ stack: string; owner_pid: number; owner_start_time: number }>`
+        SELECT DISTINCT stack, owner_pid, owner_start_time FROM stack_mcp_grants WHERE owner_pid IS NOT NULL`
+      const gone = owners.filter((o) => {
+        const owner = Orphans.stat(o.owner_pid)
+        return owner === undefined || owner.startTime !== o.owner_start_time || owner.state === "Z"
+      })
+      if (gone.length === 0) return
+      yield* sql`DELETE FROM stack_mcp_grants WHERE ${sql.in("stack", gone.map((o) => o.stack))}`
+      yield* Effect.logDebug(`deleted the tool grants of ${gone.length} stack frame(s) a killed process left`)
+    }).pipe(
+      Effect.catchAll((error) =>
+        Effect.logWarning(`could not look for tool grants a killed process left: ${reasonOf(error)}`)
+      )
+    )
 
     /** The groups granted in `scope`, sorted. */
     const list = (scope: Scope): Effect.Effect<ReadonlyArray<string>, GrantsError> =>
@@ -112,8 +136,10 @@ export class Grants extends Effect.Service<Grants>()("@skald/server/Grants", {
           (scope._tag === "session"
             ? sql<{ name: string }>`INSERT INTO session_mcp_grants (session, name, granted_at)
                 VALUES (${scope.session}, ${name}, ${at}) ON CONFLICT DO NOTHING RETURNING name`
-            : sql<{ name: string }>`INSERT INTO stack_mcp_grants (stack, session, name, granted_at)
-                VALUES (${scope.stack}, ${scope.session}, ${name}, ${at}) ON CONFLICT DO NOTHING RETURNING name`)
+            : sql<{ name: string }>`INSERT INTO stack_mcp_grants
+                (stack, session, name, granted_at, owner_pid, owner_start_time)
+                VALUES (${scope.stack}, ${scope.session}, ${name}, ${at}, ${self?.pid ?? null},
+                  ${self?.startTime ?? null}) ON CONFLICT DO NOTHING RETURNING name`)
             .pipe(Effect.tap((rows) => Effect.sync(() => rows.forEach((r) => added.push(r.name))))),
         { discard: true }
       )).pipe(Effect.mapError(failWith("store the tool grants")))

@@ -36,6 +36,7 @@ import m0014 from "./migrations/0014_mcp_event_claims.js"
 import m0015 from "./migrations/0015_chat_append_triggers.js"
 import m0016 from "./migrations/0016_chat_session_parent.js"
 import m0017 from "./migrations/0017_guest_process_groups.js"
+import m0018 from "./migrations/0018_stack_grant_owners.js"
 import { ensurePrivateDir, Paths, PRIVATE_FILE_MODE, privateFile } from "./Paths.js"
 import * as Rows from "./Rows.js"
 
@@ -138,7 +139,8 @@ export const migrations = {
   "0014_mcp_event_claims": m0014,
   "0015_chat_append_triggers": m0015,
   "0016_chat_session_parent": m0016,
-  "0017_guest_process_groups": m0017
+  "0017_guest_process_groups": m0017,
+  "0018_stack_grant_owners": m0018
 }
 
 /**

@@ -83,4 +83,59 @@ describe("the Servers page and OAuth", () => {
       }),
     120_000
   )
+
+  it.scoped(
+    "a machine client added from the page: client id, its secret as a reference, client credentials; connected, no login",
+    () =>
+      Effect.gen(function*() {
+        const home = yield* tempHome
+        const secret = `${MARKER}-web-machine-secret`
+        const server = yield* startHttpFixture(
+          fixture("oauth-http", { OAUTH_CLIENT_ID: "web-bot", OAUTH_CLIENT_SECRET: secret })
+        )
+        const stored = yield* Effect.promise(() =>
+          runSkald(["secret", "set", "WEB_BOT_SECRET", "--home", home], { input: secret })
+        )
+        assert.strictEqual(stored.status, 0, stored.stderr)
+        let child: ChildProcess | undefined
+        yield* Effect.addFinalizer(() => child === undefined ? Effect.void : Effect.promise(() => stopProcess(child!)))
+        const serve = yield* Effect.promise(() => startServe(home))
+        child = serve.child
+        const wait = (what: Promise<unknown>) => Effect.promise(() => what)
+
+        const browser = yield* launchBrowser
+        const tab = yield* openPage(browser)
+        const page = tab.page
+        yield* wait(page.goto(serve.url))
+        yield* wait(page.getByRole("button", { name: "Add a server…" }).click())
+        const form = page.getByRole("form", { name: "Add a server" })
+        yield* wait(form.getByLabel("HTTP (a URL)").check())
+        yield* wait(form.getByLabel("Name (required)").fill("bot"))
+        yield* wait(form.getByLabel("URL (required)").fill(server.url))
+        yield* wait(form.getByText("OAuth client (optional)").click())
+        yield* wait(form.getByLabel("OAuth client id").fill("web-bot"))
+        // The secret itself: refused, and the field emptied at once.
+        yield* wait(form.getByLabel("OAuth client secret").fill(secret))
+        yield* wait(form.getByLabel("OAuth grant").selectOption("client_credentials"))
+        yield* wait(form.getByRole("button", { name: "Add", exact: true }).click())
+        const alert = form.getByRole("alert").filter({ hasText: "The server was not added" })
+        yield* wait(alert.filter({ hasText: "OAuth client secret: a secret is given as a reference" }).waitFor())
+        assert.strictEqual(yield* Effect.promise(() => form.getByLabel("OAuth client secret").inputValue()), "")
+        yield* wait(form.getByLabel("OAuth client secret").fill("${WEB_BOT_SECRET}"))
+        yield* wait(form.getByRole("button", { name: "Add", exact: true }).click())
+        yield* wait(page.getByTestId("state-bot").filter({ hasText: /^connected/ }).waitFor())
+        // No login was needed, so none is offered.
+        assert.strictEqual(yield* Effect.promise(() => page.getByRole("button", { name: "Authorize bot" }).count()), 0)
+        const shown = yield* Effect.promise(() => runSkald(["mcp", "show", "bot", "--json", "--home", home]))
+        assert.deepStrictEqual((JSON.parse(shown.stdout) as { oauth?: unknown }).oauth, {
+          clientId: "web-bot",
+          clientSecret: "${WEB_BOT_SECRET}",
+          grant: "client_credentials"
+        })
+        const html = yield* Effect.promise(() => page.evaluate<string>("document.documentElement.outerHTML"))
+        assert.notInclude(html, MARKER)
+        assertNoProblems(tab)
+      }),
+    120_000
+  )
 })

@@ -8,7 +8,7 @@
  *
  * The inputs are uncontrolled (read once on submit with `FormData`), as in the inbox's forms.
  */
-import { McpRpcs } from "@skald/domain"
+import { McpRpcs, ServerConfig } from "@skald/domain"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
@@ -54,9 +54,23 @@ const referenceMessage = (value: string) =>
     onRight: () => ""
   })
 
+/** The OAuth inputs and the `oauth` keys they fill. */
+const OAUTH_FIELDS = {
+  oauthClientId: "clientId",
+  oauthClientSecret: "clientSecret",
+  oauthPrivateKey: "privateKey",
+  oauthSigningAlgorithm: "signingAlgorithm",
+  oauthClientMetadataUrl: "clientMetadataUrl",
+  oauthScope: "scope",
+  oauthGrant: "grant"
+} as const
+
 /** The form's field an issue's path points at. */
 const fieldOf = (path: ReadonlyArray<PropertyKey>): string => {
-  const [top, second] = path
+  const [top, second, third] = path
+  if (top === "transport" && second === "oauth" && typeof third === "string") {
+    return Object.entries(OAUTH_FIELDS).find(([, key]) => key === third)?.[0] ?? "oauth"
+  }
   if (top === "transport" && typeof second === "string") return second
   return typeof top === "string" ? top : "form"
 }
@@ -83,7 +97,26 @@ export const readForm = (data: FormData): Either.Either<AddPayload, {
       problems.push({ field: "apiKey", message: referenceMessage(apiKey) })
       refused.add("apiKey")
     }
-    transport = { _tag: "http", url: text(data, "url").trim(), ...(apiKey === "" ? {} : { apiKey }) }
+    // OAuth client settings; their secrets, like the api key, as references only.
+    for (const secret of ["oauthClientSecret", "oauthPrivateKey"]) {
+      const value = text(data, secret).trim()
+      if (value !== "" && !isReference(value)) {
+        problems.push({ field: secret, message: referenceMessage(value) })
+        refused.add(secret)
+      }
+    }
+    const oauth = Object.fromEntries(
+      Object.entries(OAUTH_FIELDS).flatMap(([field, key]) => {
+        const value = text(data, field).trim()
+        return value === "" ? [] : [[key, value]]
+      })
+    )
+    transport = {
+      _tag: "http",
+      url: text(data, "url").trim(),
+      ...(apiKey === "" ? {} : { apiKey }),
+      ...(Object.keys(oauth).length === 0 ? {} : { oauth })
+    }
   } else {
     const secretEnv = linesToRecord(text(data, "secretEnv"), "secretEnv", problems)
     for (const [key, value] of Object.entries(secretEnv)) {
@@ -126,6 +159,14 @@ const labels: Record<string, string> = {
   secretEnv: "Secret environment",
   url: "URL",
   apiKey: "API key",
+  oauth: "OAuth",
+  oauthClientId: "OAuth client id",
+  oauthClientSecret: "OAuth client secret",
+  oauthPrivateKey: "OAuth private key",
+  oauthSigningAlgorithm: "Its signing algorithm",
+  oauthClientMetadataUrl: "Client ID Metadata Document URL",
+  oauthScope: "OAuth scope",
+  oauthGrant: "OAuth grant",
   form: "Form"
 }
 
@@ -255,6 +296,36 @@ export const AddServerForm = ({ onAdd, onDone, pending, error }: {
               </small>
               {fieldProblems("apiKey")}
             </div>
+            <details className="field">
+              <summary>OAuth client (optional)</summary>
+              <p className="muted">
+                Without an API key the server's OAuth login is used: discovered and registered by itself, or with the
+                client below. Authorize it from its row once added.
+              </p>
+              {input("oauthClientId", { placeholder: "a pre-registered client id" })}
+              {input("oauthClientSecret", { placeholder: "${CRM_CLIENT_SECRET}" })}
+              {input("oauthPrivateKey", { placeholder: "${CRM_PRIVATE_KEY} (private_key_jwt)" })}
+              <div className="field">
+                <label htmlFor="add-oauthSigningAlgorithm">{labels["oauthSigningAlgorithm"]}</label>
+                <select id="add-oauthSigningAlgorithm" name="oauthSigningAlgorithm" defaultValue="">
+                  <option value="">ES256 (default)</option>
+                  {ServerConfig.OAuthSigningAlgorithm.literals.map((alg) => <option key={alg} value={alg}>{alg}
+                  </option>)}
+                </select>
+              </div>
+              {input("oauthClientMetadataUrl", { placeholder: "https://example.com/skald-client.json" })}
+              {input("oauthScope", { placeholder: "read write" })}
+              <div className="field">
+                <label htmlFor="add-oauthGrant">{labels["oauthGrant"]}</label>
+                <select id="add-oauthGrant" name="oauthGrant" defaultValue="">
+                  <option value="">authorization code (a person logs in)</option>
+                  <option value="client_credentials">client credentials (a machine client, no login)</option>
+                </select>
+              </div>
+              <small className="muted">
+                Secrets are references, ${"{NAME}"}, to the host's secret store, never the values.
+              </small>
+            </details>
           </>
         )}
       {problemsOf("form").length > 0 || problemsOf("transport").length > 0

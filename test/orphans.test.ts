@@ -11,7 +11,7 @@ import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { runSkald, skald, startServe, stopProcess } from "./cli-support.js"
-import { fixture, fixturePath } from "./fixtures/fixtures.js"
+import { fixture, fixturePath, repoRoot } from "./fixtures/fixtures.js"
 import * as ModelStandin from "./fixtures/model-standin.js"
 import { tempHome } from "./host-support.js"
 import { modelEnv } from "./serve-support.js"
@@ -34,6 +34,48 @@ const connectAndGetPids = (server: string, transport: TransportTuning) =>
   })
 
 describe("shutdown", () => {
+  it.scopedLive(
+    "a process that exits with a server still open: its server and grandchild are stopped after it all the same",
+    () =>
+      Effect.gen(function*() {
+        const dir = yield* tempHome
+        // A plain app on the Promise face (the bundle `@skald/mcp/promise` is), calling
+        // process.exit() with the connection open: no scope closes, no finalizer runs.
+        const script = Path.join(dir, "exits.mjs")
+        Fs.writeFileSync(
+          script,
+          `import { connect } from ${JSON.stringify(Path.join(repoRoot, "packages/mcp/dist/bundle/promise.js"))}\n` +
+            `const client = await connect(${
+              JSON.stringify({ ...stubborn, stdinGrace: "300 millis", termGrace: "300 millis" })
+            })\n` +
+            `const outcome = await client.callTool("pids")\n` +
+            `process.stdout.write(JSON.stringify(outcome.wire.structuredContent) + "\\n")\n` +
+            `process.exit(0)\n`
+        )
+        const out = yield* Effect.promise(() =>
+          new Promise<string>((resolve, reject) =>
+            ChildProcess.execFile(process.execPath, [script], (error, stdout, stderr) =>
+              error === null ? resolve(stdout) : reject(new Error(`${error.message}\n${stderr}`)))
+          )
+        )
+        const pids = JSON.parse(out) as { child: number; grandchild: number }
+        // The app is gone; its server ignores its stdin's end and SIGTERM, and is stopped anyway.
+        yield* eventually(
+          () =>
+            !isAlive(pids.child),
+          `server ${pids.child} gone`,
+          "10 seconds"
+        )
+        yield* eventually(
+          () =>
+            !isAlive(pids.grandchild),
+          `grandchild ${pids.grandchild} gone`,
+          "10 seconds"
+        )
+        assert.deepStrictEqual(processesMatching([marker]), [])
+      })
+  )
+
   it.live("closing the scope kills a server that ignores SIGTERM and stdin EOF, and its grandchild", () =>
     Effect.gen(function*() {
       const logs = makeLogCapture()

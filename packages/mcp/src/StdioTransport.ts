@@ -15,6 +15,7 @@ import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as ChildProcess from "node:child_process"
 import * as DirectDelivery from "./internal/directDelivery.js"
+import * as ExitReaper from "./internal/exitReaper.js"
 import * as HeapTrim from "./internal/heapTrim.js"
 import * as LineFramer from "./internal/lineFramer.js"
 import * as StderrLines from "./internal/stderrLines.js"
@@ -120,6 +121,7 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
       maxMessages: options.writeBatch
     })
 
+    let untrack: (() => void) | undefined
     const child = yield* Effect.acquireRelease(
       Effect.async<ChildProcess.ChildProcess, McpError.McpSpawnError>((resume) => {
         const handle = ChildProcess.spawn(options.command, options.args ?? [], {
@@ -157,6 +159,9 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
 
     const pid = child.pid
     stdin = child.stdin ?? undefined
+    // If this process exits before the scope closes, the group is still shut down (internal/exitReaper.ts);
+    // the shutdown lets go of it once done.
+    if (pid !== undefined) untrack = ExitReaper.track(pid, Duration.toMillis(stdinGrace), Duration.toMillis(termGrace))
     log("lifecycle", `started (pid ${pid}): ${commandLine}`)
 
     // stderr: captured line by line onto the log stream, tagged `stderr`, and kept for exit errors.
@@ -247,6 +252,7 @@ export const make = (options: Options): Effect.Effect<Service, McpError.McpSpawn
         }
         // Whatever the server left behind in its group (grandchildren) goes with it.
         killGroup(handle.pid, "SIGKILL")
+        untrack?.()
         handle.stdout?.destroy()
         handle.stderr?.destroy()
         handle.stdin?.destroy()

@@ -25,6 +25,20 @@ const stateOf = async (home: string, name: string): Promise<string | undefined> 
   return (JSON.parse(out.stdout) as Array<{ name: string; state: string }>).find((s) => s.name === name)?.state
 }
 
+const wait = (what: Promise<unknown>) => Effect.promise(() => what)
+
+/** `skald serve` over `home` (stopped with the scope) and a page open on it. */
+const servedPage = (home: string) =>
+  Effect.gen(function*() {
+    let child: ChildProcess | undefined
+    yield* Effect.addFinalizer(() => child === undefined ? Effect.void : Effect.promise(() => stopProcess(child!)))
+    const serve = yield* Effect.promise(() => startServe(home))
+    child = serve.child
+    const tab = yield* openPage(yield* launchBrowser)
+    yield* wait(tab.page.goto(serve.url))
+    return { serve, tab, page: tab.page }
+  })
+
 describe("the Servers page and OAuth", () => {
   it.scoped(
     "a server that needs a login is authorized from the page; it connects, and no token reaches the page",
@@ -37,16 +51,7 @@ describe("the Servers page and OAuth", () => {
           runSkald(["mcp", "add", "guarded", "--http", server.url, "--home", home])
         )
         assert.strictEqual(added.status, 0, added.stderr)
-        let child: ChildProcess | undefined
-        yield* Effect.addFinalizer(() => child === undefined ? Effect.void : Effect.promise(() => stopProcess(child!)))
-        const serve = yield* Effect.promise(() => startServe(home))
-        child = serve.child
-        const wait = (what: Promise<unknown>) => Effect.promise(() => what)
-
-        const browser = yield* launchBrowser
-        const tab = yield* openPage(browser)
-        const page = tab.page
-        yield* wait(page.goto(serve.url))
+        const { page, serve, tab } = yield* servedPage(home)
         // No login yet: the host cannot ask anyone, so the server fails and the page offers the login.
         yield* wait(page.getByTestId("state-guarded").filter({ hasText: "failed" }).waitFor())
         const authorize = page.getByRole("button", { name: "Authorize guarded" })
@@ -97,16 +102,7 @@ describe("the Servers page and OAuth", () => {
           runSkald(["secret", "set", "WEB_BOT_SECRET", "--home", home], { input: secret })
         )
         assert.strictEqual(stored.status, 0, stored.stderr)
-        let child: ChildProcess | undefined
-        yield* Effect.addFinalizer(() => child === undefined ? Effect.void : Effect.promise(() => stopProcess(child!)))
-        const serve = yield* Effect.promise(() => startServe(home))
-        child = serve.child
-        const wait = (what: Promise<unknown>) => Effect.promise(() => what)
-
-        const browser = yield* launchBrowser
-        const tab = yield* openPage(browser)
-        const page = tab.page
-        yield* wait(page.goto(serve.url))
+        const { page, serve, tab } = yield* servedPage(home)
         yield* wait(page.getByRole("button", { name: "Add a server…" }).click())
         const form = page.getByRole("form", { name: "Add a server" })
         yield* wait(form.getByLabel("HTTP (a URL)").check())
@@ -134,6 +130,7 @@ describe("the Servers page and OAuth", () => {
         })
         const html = yield* Effect.promise(() => page.evaluate<string>("document.documentElement.outerHTML"))
         assert.notInclude(html, MARKER)
+        assert.notInclude(serve.stderr(), MARKER)
         assertNoProblems(tab)
       }),
     120_000

@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import type { PlatformError } from "@effect/platform/Error"
-import { McpRpcs, RpcErrors, ServerName, ToolName } from "@skald/domain"
+import { McpError, McpRpcs, RpcErrors, ServerName, ToolName } from "@skald/domain"
 import type { OAuth } from "@skald/mcp"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -85,6 +85,10 @@ const loginError = (
     case "UnknownServer":
       return new RpcErrors.ServerNotFound({ name })
     case "OAuthError":
+      return new RpcErrors.AuthorizationFailed({
+        name,
+        reason: error.clientRefused === true ? `${error.reason}; ${McpError.OAUTH_CLIENT_REFUSED}` : error.reason
+      })
     case "OAuthRefreshFailed":
     case "OAuthNotApplicable":
       return new RpcErrors.AuthorizationFailed({ name, reason: error.reason })

@@ -128,6 +128,37 @@ describe("skald mcp login and logout", () => {
     }
   }, 120_000)
 
+  it("login while a host runs: the host reconnects the server at once, not at its next retry", async () => {
+    const home = makeHome()
+    const server = await startFixture()
+    try {
+      const env = { SKALD_HOME: home }
+      assert.strictEqual((await runSkald(["mcp", "add", "guarded", "--http", server.url], { env })).status, 0)
+      const serve = await startServe(home)
+      type Summary = { name: string; state: string; error?: string; since?: string; nextRetryAt?: string }
+      const guarded = async () => {
+        const out = await runSkald(["mcp", "list", "--json"], { env })
+        return (JSON.parse(out.stdout) as Array<Summary>).find((s) => s.name === "guarded")
+      }
+      try {
+        // Failing with no login, its retries spaced ever wider: wait until the next is 8 s away.
+        const failing = await until("a retry 8 s away", guarded, (s) => /restarting in 8s/.test(s?.error ?? ""))
+        const retryAt = Date.parse(failing!.nextRetryAt!)
+        const done = await login(home, "guarded")
+        assert.strictEqual(done.status, 0, done.stderr)
+        assert.match(done.stderr, /asked the running host \(pid \d+\) to reconnect 'guarded'/)
+        const connected = await until("connected", guarded, (s) => s?.state === "connected")
+        // Connected before that retry was due: the host was asked, it did not wait.
+        assert.isBelow(Date.parse(connected!.since!), retryAt)
+      } finally {
+        await stopProcess(serve.child)
+      }
+    } finally {
+      server.stop()
+      Fs.rmSync(home, { recursive: true, force: true })
+    }
+  }, 120_000)
+
   it("mcp rm deletes the server's OAuth tokens with it", async () => {
     const home = makeHome()
     const server = await startFixture()

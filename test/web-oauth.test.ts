@@ -72,10 +72,11 @@ describe("the Servers page and OAuth", () => {
 
         const events = Fs.readFileSync(record, "utf8").trim().split("\n").map((l) => JSON.parse(l))
         assert.strictEqual(events.filter((e) => e.event === "authorize").length, 1)
-        assert.deepStrictEqual(
-          events.filter((e) => e.event === "token").map((e) => e.grant),
-          ["authorization_code"]
-        )
+        // One authorization; a connection attempt the host began before the tokens were stored may
+        // have renewed them with the refresh token since (a 401, then a refresh), never a second login.
+        const grants = events.filter((e) => e.event === "token").map((e) => e.grant)
+        assert.strictEqual(grants[0], "authorization_code", JSON.stringify(events))
+        assert.isTrue(grants.slice(1).every((g) => g === "refresh_token"), JSON.stringify(events))
         // The tokens: in the secret store; not on the page, not in the host's output.
         const text = yield* Effect.promise(() => page.locator("body").innerText())
         assert.notInclude(text, MARKER)

@@ -261,8 +261,8 @@ export type LoginStep = typeof LoginStep.Type
 /**
  * Authorizes a registered HTTP server with OAuth, run by the host: its old tokens are forgotten,
  * the URL to open in a browser on the host's machine comes first (the redirect goes to a listener
- * of the host on 127.0.0.1), then `Authorized` once the tokens are stored and the server is
- * restarted with them. Ending the stream gives up the authorization. At most 5 minutes.
+ * of the host on 127.0.0.1), then `Authorized` once the tokens are stored (the server reconnects
+ * with them at once). Ending the stream gives up the authorization. At most 5 minutes.
  */
 export const Login = Rpc.make("Mcp.Login", {
   payload: { name: Schema.String },

@@ -24,7 +24,6 @@ import * as OneOffConnection from "../host/OneOffConnection.js"
 import { Paths } from "../host/Paths.js"
 import * as Registration from "../host/Registration.js"
 import * as SecretNames from "../host/SecretNames.js"
-import * as ServerList from "../host/ServerList.js"
 import * as ServerLogs from "../host/ServerLogs.js"
 import * as CallParse from "./CallParse.js"
 import { ExitStatus, ExitWith, statusHint, UsageError } from "./CliError.js"
@@ -395,10 +394,8 @@ export const login = ({ home, name, noBrowser }: LoginArgs) =>
         undefined,
         name
       )
-      yield* OAuthTokens.login(name, authorizer)
+      const restart = yield* OAuthTokens.authorize(name, authorizer)
       yield* stderr(`skald: authorized '${name}'; its tokens are in the secret store`)
-      // A running host reconnects it now, not at its next retry (up to a minute away).
-      const restart = yield* ServerList.requestRestart(name)
       if (Option.isSome(restart.host) && restart.enabled) {
         yield* stderr(`skald: asked the running host (pid ${restart.host.value}) to reconnect '${name}'`)
       }

@@ -22,6 +22,7 @@ import { UnknownServer } from "./HostError.js"
 import { McpServerRepo } from "./McpServerRepo.js"
 import { OAUTH_FIELD, secretNameFor } from "./SecretNames.js"
 import { type ResolvedOAuth, SecretStore } from "./SecretStore.js"
+import * as ServerList from "./ServerList.js"
 
 /** Authorization cannot be run for this server. */
 export class OAuthNotApplicable extends Schema.TaggedError<OAuthNotApplicable>("@skald/server/OAuthNotApplicable")(
@@ -175,6 +176,14 @@ export const login = (name: ServerName.ServerName, authorizer: OAuth.Authorizer)
     ).pipe(Effect.provideService(OAuth.TokenStore, store))
     yield* auth.challenge(401, undefined)
   })
+
+/**
+ * `login`, then a running host (in this process or another) is asked to reconnect the server at
+ * once — its next retry could be a minute away: what `skald mcp login` and the host's `Mcp.Login`
+ * both run.
+ */
+export const authorize = (name: ServerName.ServerName, authorizer: OAuth.Authorizer) =>
+  Effect.zipRight(login(name, authorizer), ServerList.requestRestart(name))
 
 /** Forgets a server's tokens and registered client. True when there were any. */
 export const logout = (name: ServerName.ServerName) =>

@@ -27,6 +27,7 @@ import * as OAuthTokens from "../host/OAuthTokens.js"
 import { Registration } from "../host/Registration.js"
 import { SecretStore } from "../host/SecretStore.js"
 import { readLog, ServerLogs } from "../host/ServerLogs.js"
+import { StatusRepo } from "../host/StatusRepo.js"
 import { hostFailure, orHostFailure } from "./Failures.js"
 
 /** A name no server can have is no registered server's. */
@@ -108,6 +109,7 @@ export const layer = McpRpcs.McpRpcs.toLayer(Effect.gen(function*() {
   const events = yield* EventRepo.EventRepo
   const repo = yield* McpServerRepo
   const secrets = yield* SecretStore
+  const statuses = yield* StatusRepo
   const registered = (name: string) =>
     Effect.flatMap(nameOf(name), (valid) =>
       registration.show(valid).pipe(
@@ -219,11 +221,11 @@ export const layer = McpRpcs.McpRpcs.toLayer(Effect.gen(function*() {
           LOGIN_TIMEOUT,
           valid
         )
-        yield* OAuthTokens.login(valid, authorizer).pipe(
+        // The tokens stored, the server reconnects with them now, not at its next retry.
+        yield* OAuthTokens.authorize(valid, authorizer).pipe(
           Effect.provideService(McpServerRepo, repo),
           Effect.provideService(SecretStore, secrets),
-          // The server reconnects with its new tokens now, not at its next retry.
-          Effect.zipRight(manager.restart(valid)),
+          Effect.provideService(StatusRepo, statuses),
           Effect.mapError((error) => loginError(valid, error)),
           // Whatever ends it (a defect too) ends the stream.
           Effect.matchCauseEffect({

@@ -141,8 +141,9 @@ describe("skald mcp login and logout", () => {
         return (JSON.parse(out.stdout) as Array<Summary>).find((s) => s.name === "guarded")
       }
       try {
-        // Failing with no login, its retries spaced ever wider: wait until the next is 8 s away.
-        const failing = await until("a retry 8 s away", guarded, (s) => /restarting in 8s/.test(s?.error ?? ""))
+        // Failing with no login, its retries spaced ever wider: wait until the next is 16 s away (a
+        // margin for a loaded machine: the login and the reconnection take a few seconds there).
+        const failing = await until("a retry 16 s away", guarded, (s) => /restarting in 16s/.test(s?.error ?? ""))
         const retryAt = Date.parse(failing!.nextRetryAt!)
         const done = await login(home, "guarded")
         assert.strictEqual(done.status, 0, done.stderr)

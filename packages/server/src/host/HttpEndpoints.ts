@@ -51,6 +51,7 @@ import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Path from "node:path"
 import * as WebStatic from "../http/WebStatic.js"
+import { isLoopback } from "./Loopback.js"
 import { MEDIA_URL_PREFIX } from "./MediaStore.js"
 import { Paths } from "./Paths.js"
 import * as ServedFile from "./ServedFile.js"
@@ -261,9 +262,8 @@ export class ListenFailed extends Schema.TaggedError<ListenFailed>("@skald/serve
   }
 }
 
-/** True for 127.0.0.0/8, ::1 and localhost. */
-export const isLoopback = (host: string): boolean =>
-  host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
+/** True for 127.0.0.0/8, ::1 and localhost (Loopback.ts). */
+export { isLoopback }
 
 const millis = (input: Duration.DurationInput | undefined, fallback: Duration.DurationInput) =>
   Math.max(1, Math.round(Duration.toMillis(Duration.decode(input ?? fallback))))

@@ -15,6 +15,7 @@ import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { InvalidServerEntry, ServerAlreadyRegistered } from "./HostError.js"
+import { isLoopback } from "./Loopback.js"
 import { validate } from "./McpManager.js"
 import { McpServerRepo } from "./McpServerRepo.js"
 import {
@@ -108,8 +109,7 @@ const metadataUrlProblem = (value: string): string | undefined => {
   } catch {
     return `the Client ID Metadata Document URL is not a URL: ${JSON.stringify(value)}`
   }
-  const loopback = url.hostname === "127.0.0.1" || url.hostname === "localhost" || url.hostname === "[::1]"
-  if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && isLoopback(url.hostname))) {
     return "the Client ID Metadata Document URL must be https (http only on a loopback host)"
   }
   if (url.pathname === "/" || url.pathname === "") return "the Client ID Metadata Document URL needs a path"

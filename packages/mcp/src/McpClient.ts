@@ -2,9 +2,10 @@
  * The MCP client engine: one implementation of request routing, initialize and version
  * negotiation, pagination, result extraction and cancellation, running on any `Transport`.
  *
- * Cancellation is interruption: a request waits in an interruptible region under a failure handler
- * that runs `abandon` — the one place that sends `notifications/cancelled` — whenever the waiting
- * fiber is interrupted (a user's stop, a closing scope); the call timeout abandons it the same way.
+ * Cancellation is interruption: a request waits in its caller's fiber, and when that fiber is
+ * interrupted while waiting (a user's stop, a closing scope) the engine runs `abandon` — the one
+ * place that sends `notifications/cancelled` — as the fiber ends, or sooner if it makes another
+ * request while it unwinds; the call timeout abandons a request the same way.
  *
  * @since 0.1.0
  */

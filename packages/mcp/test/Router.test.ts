@@ -18,6 +18,8 @@ import {
   Stream,
   TestClock
 } from "effect"
+import * as v8 from "node:v8"
+import * as vm from "node:vm"
 import { makeLogCapture } from "./utils/LogCapture.js"
 import * as Memory from "./utils/MemoryTransport.js"
 
@@ -476,6 +478,43 @@ describe("McpClient routing", () => {
       }),
     { fastCheck: { numRuns: 50 } }
   )
+
+  it.effect("a fiber that called through connections does not keep them once they closed", () =>
+    Effect.gen(function*() {
+      // The engine observes each fiber that waits (to abandon a request its interruption left);
+      // a long-lived fiber calling through many connections must not keep the closed ones alive.
+      v8.setFlagsFromString("--expose-gc")
+      const gc = vm.runInNewContext("gc") as () => void
+      const { sink } = makeLogCapture()
+      // The first connection is a warm-up: under the test runner something built once keeps it
+      // (a plain node process frees it too). The eight after it must be collected.
+      let freed = 0
+      const registry = new FinalizationRegistry((i: number) => {
+        if (i > 0) freed++
+      })
+      for (let i = 0; i < 9; i++) {
+        yield* Effect.gen(function*() {
+          // Connected in this fiber (not `Memory.connect`, whose join of the connecting fiber
+          // leaves that fiber's context, transport and all, in this fiber's refs).
+          const peer = yield* Memory.make()
+          yield* Effect.forkScoped(Memory.answerInitialize(peer))
+          const client = yield* McpClient.make().pipe(Effect.provideService(Transport, peer.transport))
+          registry.register(peer.transport, i)
+          yield* Effect.forkScoped(Effect.gen(function*() {
+            const calls = yield* collectCalls(peer, 1)
+            yield* peer.push(JsonRpc.success(calls.get("m")!.id, textResult("echo:m")))
+          }))
+          // This fiber — the test's own, which outlives every connection — makes the call.
+          deepStrictEqual((yield* client.callTool("echo", { marker: "m" })).wire, textResult("echo:m"))
+        }).pipe(Effect.scoped, Effect.provideService(McpLog.McpLogSink, sink))
+      }
+      const macrotask = Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+      for (let i = 0; i < 20 && freed < 8; i++) {
+        gc()
+        yield* macrotask
+      }
+      deepStrictEqual(freed, 8)
+    }))
 
   it.effect("a second answer to the same request is dropped with a warning", () =>
     Effect.gen(function*() {

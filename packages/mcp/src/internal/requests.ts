@@ -8,7 +8,6 @@
  */
 import * as McpError from "@skald/domain/McpError"
 import type * as McpTool from "@skald/domain/McpTool"
-import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -16,7 +15,6 @@ import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as Predicate from "effect/Predicate"
-import * as RuntimeFlags from "effect/RuntimeFlags"
 import type * as Tracer from "effect/Tracer"
 import * as JsonRpc from "../JsonRpc.js"
 import type { Progress, RequestOptions } from "../McpClient.js"
@@ -106,16 +104,23 @@ const notWaiting = () => {}
 
 /**
  * One fiber's wait for an answer, built once per fiber and connection rather than once per
- * request (five effects and two closures less per call, most of them alive for as long as the
- * call is in flight). Only its own fiber runs it, and a fiber waits for one request at a time:
- * `entry` is set as the fiber builds its request and read when it runs the wait — no step of any
- * other code of that fiber comes in between, even if the fiber yields — and by the failure
- * handler when that wait is interrupted; it is cleared when the request settles.
+ * request. Only its own fiber runs it, and a fiber waits for one request at a time: `entry` is set
+ * as the fiber builds its request and read when it runs the wait — no step of any other code of
+ * that fiber comes in between, even if the fiber yields — and cleared when the request settles.
+ *
+ * The wait is a bare `Effect.async`: interruptible where its caller is, with no failure handler
+ * around it (the flag and handler steps that took, and their frames, were ~0.7 µs of a call's ~5 µs
+ * of CPU). A request still in the slot after its wait ended was therefore given up on: the fiber
+ * was interrupted while waiting (or the connection ended under it). The engine abandons it when
+ * the fiber next uses the slot (a finalizer making a request while the fiber unwinds) and, at the
+ * latest, when the fiber ends — `onEnd`, an observer of the fiber until it ends or the connection
+ * does.
  */
 interface Waiter {
   entry: PendingEntry | undefined
-  readonly interruptible: Effect.Effect<any, McpError.McpError>
-  readonly uninterruptible: Effect.Effect<any, McpError.McpError>
+  readonly wait: Effect.Effect<any, McpError.McpError>
+  readonly fiber: Fiber.RuntimeFiber<any, any>
+  readonly onEnd: () => void
 }
 
 /** One connection's requests. */
@@ -136,11 +141,10 @@ export interface Requests {
   /** A `notifications/progress` for a pending plain `tools/call` (the effect: telling its caller). */
   readonly onCallProgress: (entry: Pending, params: JsonObject) => Effect.Effect<void> | undefined
   /** Waits for the answer of `entry`, sent as the fiber suspends (see below). */
-  readonly awaitAnswer: (
-    fiber: Fiber.RuntimeFiber<any, any>,
-    interruptible: boolean,
-    entry: PendingEntry
-  ) => Effect.Effect<any, McpError.McpError>
+  readonly awaitAnswer: (fiber: Fiber.RuntimeFiber<any, any>, entry: PendingEntry) => Effect.Effect<
+    any,
+    McpError.McpError
+  >
   readonly send: (
     method: string,
     params: unknown,
@@ -174,6 +178,8 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
     const pending = PendingTable.make<Pending>()
     /** Each waiting fiber's wait (see `awaitAnswer`); a fiber's goes with it. */
     const waiters = new WeakMap<Fiber.RuntimeFiber<any, any>, Waiter>()
+    /** The waits whose fiber is observed (until it ends, or the connection does). */
+    const observed = new Set<Waiter>()
     let nextId = 0
     let closed: McpError.McpConnectionError | undefined
 
@@ -203,6 +209,7 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
         // Wait briefly for the task handle, so the task can be cancelled (DESIGN §2).
         const late = entry.late
         entry.orphaned = true
+        if (entry.waiter !== undefined && entry.waiter.entry === entry) entry.waiter.entry = undefined
         entry.resume = (outcome) => {
           if (Exit.isExit(outcome) && Exit.isSuccess(outcome)) late(outcome.value)
         }
@@ -310,6 +317,9 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
         deadlines.clear()
         const reason = conn.relabel(error)
         for (const entry of entries) entry.resume(Exit.fail(reason))
+        // Nothing is left to abandon: the fibers that waited here need no observer now.
+        for (const waiter of observed) waiter.fiber.removeObserver(waiter.onEnd)
+        observed.clear()
         // Task pollers asleep between polls wake up and find the connection closed.
         taskSignals.notifyAll()
       })
@@ -351,47 +361,61 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
 
     /**
      * The one request primitive: registers the request when the fiber suspends and waits for its
-     * answer; when the waiting fiber is interrupted (a stop, a closing scope), `abandon` runs.
+     * answer. When the waiting fiber is interrupted (a stop, a closing scope), `abandon` runs for
+     * it — when the fiber next makes a request or ends, whichever comes first (see `Waiter`).
      *
-     * This is the hot path of every call, so it is built from the fewest fiber steps that keep
-     * those semantics: `Effect.async` without a canceller, inside an interruptible region, under a
-     * failure handler in an uninterruptible one — the structure `Effect.onInterrupt` builds, minus
-     * its extra steps and closures. `interruptible` is the caller's own flag: a caller in an
-     * uninterruptible region cannot be interrupted while it waits, so it needs no handler (and the
-     * region is never widened).
-     *
-     * The structure is built once per waiting fiber (see `Waiter`), not once per request: the
-     * request goes in the fiber's slot just before the fiber runs the wait.
+     * This is the hot path of every call, so it is the fewest fiber steps there are: one
+     * `Effect.async` without a canceller, built once per waiting fiber (see `Waiter`), not once per
+     * request — the request goes in the fiber's slot just before the fiber runs the wait.
      */
     const awaitAnswer = (
       fiber: Fiber.RuntimeFiber<any, any>,
-      interruptible: boolean,
       entry: PendingEntry
     ): Effect.Effect<any, McpError.McpError> => {
       let waiter = waiters.get(fiber)
       if (waiter === undefined) {
-        waiter = makeWaiter()
+        waiter = makeWaiter(fiber)
         waiters.set(fiber, waiter)
+      } else if (waiter.entry !== undefined) {
+        // The fiber's last wait ended without an answer: it was interrupted, and the fiber, still
+        // unwinding, makes another request.
+        giveUp(waiter)
       }
       waiter.entry = entry
       entry.waiter = waiter
-      return interruptible ? waiter.interruptible : waiter.uninterruptible
+      return waiter.wait
+    }
+
+    /**
+     * The request in a wait's slot when its wait ended without settling it: abandoned, unless it
+     * already was (a task call kept for its late handle is no longer in the slot) or the
+     * connection ended (it is in no table: `abandon` finds nothing to do; nor does it for an
+     * entry never sent, id -1).
+     */
+    const giveUp = (waiter: Waiter) => {
+      const entry = waiter.entry!
+      waiter.entry = undefined
+      abandon(entry, STOP_REASON)
     }
 
     /** The wait of one fiber, reading its request from the waiter's slot. */
-    const makeWaiter = (): Waiter => {
-      const wait = Effect.async<unknown, McpError.McpError>((resume) => {
-        if (closed !== undefined) return resume(Exit.fail(closed))
-        register(waiter.entry!, resume)
-      })
-      const interruptible = Effect.uninterruptible(Effect.catchAllCause(Effect.interruptible(wait), (cause) => {
-        // An entry never sent (id -1) is in no table: `abandon` finds nothing to do. None in the
-        // slot: it settled (answered, failed, expired) before the interruption reached the fiber.
-        const entry = waiter.entry
-        if (entry !== undefined && Cause.isInterruptedOnly(cause)) abandon(entry, STOP_REASON)
-        return Effect.failCause(cause)
-      }))
-      const waiter: Waiter = { entry: undefined, interruptible, uninterruptible: wait }
+    const makeWaiter = (fiber: Fiber.RuntimeFiber<any, any>): Waiter => {
+      const waiter: Waiter = {
+        entry: undefined,
+        fiber,
+        wait: Effect.async<unknown, McpError.McpError>((resume) => {
+          if (closed !== undefined) return resume(Exit.fail(closed))
+          register(waiter.entry!, resume)
+        }),
+        onEnd: () => {
+          observed.delete(waiter)
+          if (waiter.entry !== undefined) giveUp(waiter)
+        }
+      }
+      if (closed === undefined) {
+        observed.add(waiter)
+        fiber.addObserver(waiter.onEnd)
+      }
       return waiter
     }
 
@@ -403,10 +427,10 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
       late?: (answer: unknown) => void,
       span?: Tracer.Span
     ): Effect.Effect<unknown, McpError.McpError> =>
-      Effect.withFiberRuntime((fiber, status) => {
+      Effect.withFiberRuntime((fiber) => {
         const entry = new PendingEntry(method, params, cancellable, timeoutMillis, undefined, undefined, late)
         entry.span = span
-        return awaitAnswer(fiber, RuntimeFlags.interruption(status.runtimeFlags), entry)
+        return awaitAnswer(fiber, entry)
       })
 
     const requestDetached = (method: string, params: unknown) => {

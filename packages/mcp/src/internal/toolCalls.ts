@@ -10,7 +10,6 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as Predicate from "effect/Predicate"
-import * as RuntimeFlags from "effect/RuntimeFlags"
 import * as CallResult from "../CallResult.js"
 import * as JsonRpc from "../JsonRpc.js"
 import type { CallOutcome, RequestOptions } from "../McpClient.js"
@@ -82,12 +81,11 @@ export const make = (
    */
   const callUnlisted = (
     fiber: Fiber.RuntimeFiber<any, any>,
-    interruptible: boolean,
     name: string,
     args: JsonObject | undefined,
     options: RequestOptions | undefined
   ): Effect.Effect<CallOutcome, McpError.McpError> =>
-    callPlain(fiber, interruptible, name, undefined, args, options).pipe(
+    callPlain(fiber, name, undefined, args, options).pipe(
       Effect.catchTag("McpRequestError", (error): Effect.Effect<never, McpError.McpError> =>
         Effect.fail(
           SAYS_UNKNOWN.test(error.reason) &&
@@ -143,7 +141,6 @@ export const make = (
   /** A plain tools/call: one request, its answer classified as it is delivered (see `deliver`). */
   const callPlain = (
     fiber: Fiber.RuntimeFiber<any, any>,
-    interruptible: boolean,
     name: string,
     tool: McpTool.McpTool | undefined,
     args: JsonObject | undefined,
@@ -167,12 +164,11 @@ export const make = (
       Math.max(maxTotal, timeoutMillis)
     )
     if (options !== undefined) entry.span = Span.spanOf(options)
-    return awaitAnswer(fiber, interruptible, entry)
+    return awaitAnswer(fiber, entry)
   }
 
   const callWith = (
     fiber: Fiber.RuntimeFiber<any, any>,
-    interruptible: boolean,
     name: string,
     tool: McpTool.McpTool | undefined,
     args: JsonObject | undefined,
@@ -184,50 +180,46 @@ export const make = (
         return Effect.fail(new McpError.McpTaskUnsupported({ server: conn.server, tool: name }))
       }
     }
-    return callPlain(fiber, interruptible, name, tool, args, options)
+    return callPlain(fiber, name, tool, args, options)
   }
 
   const callToolIn = (
     fiber: Fiber.RuntimeFiber<any, any>,
-    interruptible: boolean,
     name: string,
     args: JsonObject | undefined,
     options: RequestOptions | undefined
   ): Effect.Effect<CallOutcome, McpError.McpError> => {
     const known = isFresh() ? byName(name) : undefined
-    if (known !== undefined) return callWith(fiber, interruptible, name, known, args, options)
+    if (known !== undefined) return callWith(fiber, name, known, args, options)
     // A hidden tool that answered before is called again without a refresh.
     if (answeredUnlisted.has(name) && isFresh() && cache.latest() !== undefined) {
-      return callUnlisted(fiber, interruptible, name, args, options)
+      return callUnlisted(fiber, name, args, options)
     }
     return Effect.flatMap(lookUpSlowly(name), (tool) =>
-      Effect.withFiberRuntime((fiber, status) => {
-        const interruptible = RuntimeFlags.interruption(status.runtimeFlags)
+      Effect.withFiberRuntime((fiber) => {
         // Listed, or no list to judge by (the server failed tools/list): called as usual.
         if (tool !== undefined || cache.latest() === undefined) {
-          return callWith(fiber, interruptible, name, tool, args, options)
+          return callWith(fiber, name, tool, args, options)
         }
-        return callUnlisted(fiber, interruptible, name, args, options)
+        return callUnlisted(fiber, name, args, options)
       }))
   }
 
   // The hot path of the library. A known tool without task support is one fiber step here (it
-  // looks at the tracer and the caller's interruptibility), the request (`awaitAnswer`), and one
-  // resumption with the outcome already classified on delivery — about nine runtime steps in
-  // all, against sixteen before (docs/performance.md). A span (no captured stack trace, not
+  // looks at the tracer), the request (`awaitAnswer`, one `Effect.async`), and one resumption
+  // with the outcome already classified on delivery — a few runtime steps in all, against
+  // sixteen in the first version (docs/performance.md). A span (no captured stack trace, not
   // made the context's parent span) is made only under an installed tracer — see
   // internal/span.ts.
   const callTool = (name: string, args?: JsonObject, options?: RequestOptions) =>
-    Effect.withFiberRuntime<CallOutcome, McpError.McpError>((fiber, status) => {
-      if (!Span.isTraced(fiber)) {
-        return callToolIn(fiber, RuntimeFlags.interruption(status.runtimeFlags), name, args, options)
-      }
+    Effect.withFiberRuntime<CallOutcome, McpError.McpError>((fiber) => {
+      if (!Span.isTraced(fiber)) return callToolIn(fiber, name, args, options)
       return Span.around(
         `tools/call ${name}`,
         Span.requestAttributes(conn.server, "tools/call", name),
         (span) =>
-          Effect.withFiberRuntime((inner, status) =>
-            callToolIn(inner, RuntimeFlags.interruption(status.runtimeFlags), name, args, {
+          Effect.withFiberRuntime((inner) =>
+            callToolIn(inner, name, args, {
               ...options,
               traceSpan: span
             })

@@ -122,4 +122,26 @@ describe("cancellation", () => {
         { event: "cancelled", requestId: id, reason: McpClient.STOP_REASON }
       ])
     }))
+
+  it.scopedLive("interrupting the fiber that owns the connection mid-call cancels the call before stdin closes", () =>
+    Effect.gen(function*() {
+      // As a CLI's main fiber on Ctrl-C: the call and the connection's scope are the same fiber's,
+      // so its finalizers close the connection before the fiber ends.
+      const file = yield* tempRecordFile("cancel")
+      let records: () => Array<Record<string, unknown>> = () => []
+      const fiber = yield* Effect.fork(Effect.scoped(
+        Effect.gen(function*() {
+          const connected = yield* connectRecording("cancel-owner", file)
+          records = connected.records
+          return yield* connected.client.callTool("wait")
+        })
+      ))
+      yield* eventually(() => startedWait(records()).length === 1, "the wait tool started")
+      yield* Fiber.interrupt(fiber)
+      const all = records()
+      const id = startedWait(all)[0]!.requestId
+      assert.deepStrictEqual(all.filter((r) => r.event === "cancelled"), [
+        { event: "cancelled", requestId: id, reason: McpClient.STOP_REASON }
+      ])
+    }))
 })

@@ -344,7 +344,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, McpError.Mcp
     })
     yield* Effect.forkScoped(reader)
     yield* Effect.forkScoped(requests.timer)
-    yield* Effect.addFinalizer(() => requests.closeWith(new McpError.McpConnectionClosed({ server: conn.server })))
+    yield* Effect.addFinalizer(() => requests.stop)
 
     // --- initialize ------------------------------------------------------------------------
     const identity = yield* initialize(

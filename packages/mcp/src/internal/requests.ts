@@ -133,6 +133,12 @@ export interface Requests {
   readonly closedSignal: Deferred.Deferred<McpError.McpConnectionError>
   /** Ends the connection: every pending request fails with `error` (relabelled). */
   readonly closeWith: (error: McpError.McpConnectionError) => Effect.Effect<void>
+  /**
+   * Ends the connection from this side (its scope closes): each plain `tools/call` still pending
+   * is cancelled on the wire first — its caller, interrupted or about to fail, never gets the
+   * answer — then every pending request fails with `McpConnectionClosed`.
+   */
+  readonly stop: Effect.Effect<void>
   /** Sleeps until the earliest deadline and expires what is due; forked once per connection. */
   readonly timer: Effect.Effect<never>
   /** While an elicitation is open no request times out; each restarts in full when the last closes. */
@@ -219,11 +225,12 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
         return true
       }
       settle(entry)
-      if (entry.cancellable) {
-        transport.send(JsonRpc.notification("notifications/cancelled", { requestId: entry.id, reason }))
-      }
+      if (entry.cancellable) cancelOnWire(entry, reason)
       return true
     }
+
+    const cancelOnWire = (entry: Pending, reason: string) =>
+      transport.send(JsonRpc.notification("notifications/cancelled", { requestId: entry.id, reason }))
 
     const expire = (entry: Pending) => {
       if (entry.orphaned) return settle(entry)
@@ -323,6 +330,17 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
         // Task pollers asleep between polls wake up and find the connection closed.
         taskSignals.notifyAll()
       })
+
+    // A fiber interrupted while it waited abandons its request as it ends (see `Waiter`); when its
+    // own finalizers close the connection before that, the cancellation goes out here.
+    const stop = Effect.suspend(() => {
+      if (closed === undefined) {
+        for (const entry of pending.values()) {
+          if (entry.cancellable && !entry.orphaned) cancelOnWire(entry, STOP_REASON)
+        }
+      }
+      return closeWith(new McpError.McpConnectionClosed({ server: conn.server }))
+    })
 
     /**
      * Registers a request: its id, the entry, its deadline and the message go out in one
@@ -507,6 +525,7 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
       closed: () => closed,
       closedSignal,
       closeWith,
+      stop,
       timer,
       pauseTimeouts,
       resumeTimeouts,

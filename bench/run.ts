@@ -50,6 +50,8 @@ const metrics: ReadonlyArray<{ key: keyof Metrics; label: string; higherIsBetter
   { key: "c64CallsPerSec", label: "64 in flight calls/s", higherIsBetter: true, digits: 0 },
   { key: "c256CallsPerSec", label: "256 in flight calls/s", higherIsBetter: true, digits: 0 },
   { key: "cpuUsPerCall", label: "client CPU µs/call (256 in flight)", higherIsBetter: false, digits: 1 },
+  { key: "c256SteadyCallsPerSec", label: "256 in flight calls/s, steady", higherIsBetter: true, digits: 0 },
+  { key: "cpuUsPerCallSteady", label: "client CPU µs/call (256 in flight, steady)", higherIsBetter: false, digits: 1 },
   { key: "bigMBps", label: "100 KB result MB/s", higherIsBetter: true, digits: 1 },
   { key: "bigCpuUsPerCall", label: "client CPU µs per 100 KB result", higherIsBetter: false, digits: 0 },
   { key: "listMs", label: "5,000-tool list (ms)", higherIsBetter: false, digits: 1 },
@@ -99,7 +101,9 @@ for (const server of servers) {
   )
   console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
   for (const { digits, key: k, label } of metrics) {
-    const per = (c: Client) => results.get(key(server, c))!.map((m) => m[k])
+    // A row no run measured (the steady rows over HTTP) is left out.
+    if (clients.some((c) => results.get(key(server, c))!.some((m) => m[k] === null))) continue
+    const per = (c: Client) => results.get(key(server, c))!.map((m) => m[k] as number)
     const ratio = (of: Client, other: Client) => fmt(median(per(of).map((v, i) => v / per(other)[i]!)), 2)
     console.log(
       `| ${label} | ${fmt(median(per("skald")), digits)} | ${fmt(median(per("promise")), digits)} | ` +

@@ -4,7 +4,18 @@ import type * as McpClient from "@skald/mcp/McpClient"
 import * as StdioTransport from "@skald/mcp/StdioTransport"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import { config, cpuMicros, isHttp, now, report, serverCommand, startHttpServer, summarize } from "./workload.js"
+import {
+  config,
+  cpuMicros,
+  isHttp,
+  now,
+  report,
+  serverCommand,
+  startHttpServer,
+  type Steady,
+  steadyOf,
+  summarize
+} from "./workload.js"
 
 const text = (outcome: McpClient.CallOutcome): string => (outcome.result._tag === "Text" ? outcome.result.text : "")
 
@@ -56,8 +67,14 @@ const program = <R>(connect: Effect.Effect<McpClient.Service, McpError.McpError,
 
     const c64 = yield* inFlight(64, config.inFlight64)
     const cpu0 = cpuMicros()
+    const start256 = now()
     const c256 = yield* inFlight(256, config.inFlight256)
     const cpuUsPerCall = (cpuMicros() - cpu0) / config.inFlight256
+    let steady: Steady | null = null
+    if (config.inFlight256Steady > 0) {
+      yield* inFlight(256, config.inFlight256Steady)
+      steady = steadyOf(cpu0, start256)
+    }
 
     for (let i = 0; i < config.bigWarmup; i++) yield* client.callTool("big", {})
     const bigCpu0 = cpuMicros()
@@ -76,7 +93,19 @@ const program = <R>(connect: Effect.Effect<McpClient.Service, McpError.McpError,
     }
     lists.sort((a, b) => a - b)
 
-    return { connectMs, tools, latencies, seqElapsed, c64, c256, cpuUsPerCall, bigMBps, bigCpuUsPerCall, lists }
+    return {
+      connectMs,
+      tools,
+      latencies,
+      seqElapsed,
+      c64,
+      c256,
+      cpuUsPerCall,
+      steady,
+      bigMBps,
+      bigCpuUsPerCall,
+      lists
+    }
   })
 
 const kind = process.argv[2] ?? "raw"

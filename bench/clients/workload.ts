@@ -22,6 +22,13 @@ export const config = {
   inFlight64: sized("BENCH_C64", 12800, 6400),
   inFlight256: sized("BENCH_C256", 51200, 12800),
   /**
+   * Calls at 256 in flight right after that phase, measured with it as one longer run ("steady"):
+   * 51,200 calls are ~0.2–0.3 s for the faster clients, long enough for one client to carry the
+   * earlier phases' garbage into it (a full collection) and for another to end before its own
+   * collections come due (issue 28, round nine, docs/performance.md). 0 skips it (HTTP's default).
+   */
+  inFlight256Steady: sized("BENCH_C256_STEADY", 153600, 0),
+  /**
    * Untimed 100 KB calls before the timed ones (`big`): the phase follows the small-call phases, so
    * its code paths (a line over several reads, a big parse) are warmed first, the same for every client.
    */
@@ -44,6 +51,9 @@ export interface Metrics {
   readonly c64CallsPerSec: number
   readonly c256CallsPerSec: number
   readonly cpuUsPerCall: number
+  /** Over the 256 phase and its continuation (`inFlight256Steady`); null when that is skipped. */
+  readonly c256SteadyCallsPerSec: number | null
+  readonly cpuUsPerCallSteady: number | null
   readonly bigMBps: number
   /** Client CPU µs per 100 KB call. */
   readonly bigCpuUsPerCall: number
@@ -158,8 +168,13 @@ export const runWorkload = async (connect: () => Promise<Driver>): Promise<Metri
 
   const c64 = await inFlight(64, config.inFlight64)
   const cpu0 = cpuMicros()
+  const start256 = now()
   const c256 = await inFlight(256, config.inFlight256)
   const cpuUsPerCall = (cpuMicros() - cpu0) / config.inFlight256
+  const steady = config.inFlight256Steady === 0 ? null : await (async () => {
+    await inFlight(256, config.inFlight256Steady)
+    return steadyOf(cpu0, start256)
+  })()
 
   for (let i = 0; i < config.bigWarmup; i++) await driver.call("big", {})
   const bigCpu0 = cpuMicros()
@@ -187,10 +202,23 @@ export const runWorkload = async (connect: () => Promise<Driver>): Promise<Metri
     c64,
     c256,
     cpuUsPerCall,
+    steady,
     bigMBps,
     bigCpuUsPerCall,
     lists
   })
+}
+
+/** The 256 phase and its continuation, measured as one. */
+export interface Steady {
+  readonly callsPerSec: number
+  readonly cpuUsPerCall: number
+}
+
+/** Calls/s and CPU per call since the 256 phase began (`cpu0`, `start` taken then). */
+export const steadyOf = (cpu0: number, start: number): Steady => {
+  const calls = config.inFlight256 + config.inFlight256Steady
+  return { callsPerSec: calls / ((now() - start) / 1000), cpuUsPerCall: (cpuMicros() - cpu0) / calls }
 }
 
 /** What the phases measured, before summary. `latencies` and `lists` are sorted, in ms. */
@@ -202,6 +230,7 @@ export interface Measured {
   readonly c64: number
   readonly c256: number
   readonly cpuUsPerCall: number
+  readonly steady: Steady | null
   readonly bigMBps: number
   readonly bigCpuUsPerCall: number
   readonly lists: ReadonlyArray<number>
@@ -216,6 +245,8 @@ export const summarize = (m: Measured): Metrics => ({
   c64CallsPerSec: m.c64,
   c256CallsPerSec: m.c256,
   cpuUsPerCall: m.cpuUsPerCall,
+  c256SteadyCallsPerSec: m.steady?.callsPerSec ?? null,
+  cpuUsPerCallSteady: m.steady?.cpuUsPerCall ?? null,
   bigMBps: m.bigMBps,
   bigCpuUsPerCall: m.bigCpuUsPerCall,
   listMs: percentile(m.lists, 50),

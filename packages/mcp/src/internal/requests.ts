@@ -195,12 +195,16 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
     let wake = Deferred.unsafeMake<void>(FiberId.none)
     let sleepingUntil = Infinity
 
+    /** The waiting fiber's slot lets go of the entry (its progress handler, span, tool) now, not at its next request. */
+    const leaveSlot = (entry: Pending) => {
+      const waiter = entry.waiter
+      if (waiter !== undefined && waiter.entry === entry) waiter.entry = undefined
+    }
+
     const settle = (entry: Pending) => {
       pending.remove(entry)
       deadlines.remove(entry)
-      // The fiber's slot lets go of it (its progress handler, span, tool), not at the next request.
-      const waiter = entry.waiter
-      if (waiter !== undefined && waiter.entry === entry) waiter.entry = undefined
+      leaveSlot(entry)
     }
 
     /**
@@ -215,7 +219,7 @@ export const make = (conn: Connection, taskSignals: TaskPoller.StatusSignals): E
         // Wait briefly for the task handle, so the task can be cancelled (DESIGN §2).
         const late = entry.late
         entry.orphaned = true
-        if (entry.waiter !== undefined && entry.waiter.entry === entry) entry.waiter.entry = undefined
+        leaveSlot(entry)
         entry.resume = (outcome) => {
           if (Exit.isExit(outcome) && Exit.isSuccess(outcome)) late(outcome.value)
         }

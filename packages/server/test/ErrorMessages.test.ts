@@ -108,7 +108,9 @@ describe("error messages", () => {
       const fixed = [...counts.values()].reduce((n, c) => n + Math.max(0, c), 0)
       assert.isAtLeast(fixed, 3, `${name}: ${JSON.stringify(message)}`)
       // Neutral of where it is shown: no command line words (beyond what its fields brought).
-      const own = fields.reduce((text, value) => value.length === 0 ? text : text.split(value).join(" "), message)
+      // Longest values first: a short value ("}") must not cut a longer one ("}--a") that holds it.
+      const own = [...fields].sort((a, b) => b.length - a.length)
+        .reduce((text, value) => value.length === 0 ? text : text.split(value).join(" "), message)
       assert.notMatch(own, cliWords, `${name}: ${JSON.stringify(message)}`)
       // And the command line shows it as it is (never an empty "skald: ").
       assert.isTrue(Io.describeFailure(error).startsWith(message), name)

@@ -257,7 +257,10 @@ export class ListenFailed extends Schema.TaggedError<ListenFailed>("@skald/serve
       case "EACCES":
         return `cannot listen on ${address}: permission denied (ports below 1024 need privileges)`
       default:
-        return `cannot listen on ${address}: ${this.reason}`
+        // The system's own words; an empty reason still says what failed.
+        return `cannot listen on ${address}: ${
+          this.reason.trim() === "" ? `the system refused (${this.code || "no code"})` : this.reason
+        }`
     }
   }
 }

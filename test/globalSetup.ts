@@ -1,5 +1,6 @@
 import { execFileSync, spawnSync } from "node:child_process"
 import * as Fs from "node:fs"
+import * as Os from "node:os"
 import * as Path from "node:path"
 
 /** The newest modification time of the files under `path` (0 when it does not exist). */
@@ -21,6 +22,22 @@ const ensureChromium = (root: string) => {
   if (run.status !== 0) process.stderr.write("chromium setup failed: the browser tests will fail (see above)\n")
 }
 
+/**
+ * Every test's temporary files go under one folder of this run, removed when the run ends: the
+ * tests' homes, databases and fixture folders (made with `os.tmpdir()`), and what the processes they
+ * spawn make there (TMPDIR is inherited), are not left behind in the machine's /tmp run after run.
+ * Set before the workers start (after chromium's install), so they and their children see it.
+ * Returns the teardown.
+ */
+const ownTemporaryFolder = () => {
+  const folder = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-tests-"))
+  // The mode of /tmp itself, which it stands in for: what a test runs as another user (apt-get's
+  // sandbox user installing sshd) still finds a temporary folder it may write to.
+  Fs.chmodSync(folder, 0o1777)
+  process.env["TMPDIR"] = folder
+  return () => Fs.rmSync(folder, { recursive: true, force: true, maxRetries: 3 })
+}
+
 // The CLI tests run the real `skald` binary, which loads the built output: bring it up to date,
 // then bundle it as `npm run build` does (the shim runs the bundle only while it is current), and
 // bundle the Promise face, which `@skald/mcp/promise` is (test/promise.test.ts runs it).
@@ -29,6 +46,7 @@ const ensureChromium = (root: string) => {
 export default function setup() {
   const root = Path.resolve(import.meta.dirname, "..")
   ensureChromium(root)
+  const removeTemporary = ownTemporaryFolder()
   execFileSync(process.execPath, [Path.join(root, "node_modules/typescript/bin/tsc"), "-b", "tsconfig.build.json"], {
     cwd: root,
     stdio: "inherit"
@@ -49,4 +67,5 @@ export default function setup() {
       env: { ...process.env, NODE_ENV: "production" }
     })
   }
+  return removeTemporary
 }

@@ -15,7 +15,10 @@ import { eventuallyEffect, tempDir } from "./support.js"
 /** A fresh, empty Skald home, removed with the current scope. */
 export const tempHome: Effect.Effect<string, never, Scope.Scope> = tempDir("home")
 
-/** A fresh, empty Skald home for plain (non-Effect) tests: the folder is left to the OS. */
+/**
+ * A fresh, empty Skald home for plain (non-Effect) tests: left in place for the run, and removed
+ * with the run's temporary folder (test/globalSetup.ts).
+ */
 export const makeHome = (): string => Fs.mkdtempSync(Path.join(Os.tmpdir(), "skald-home-"))
 
 /** Manager options for tests: short timeouts, fast watching and restarts. */

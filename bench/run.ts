@@ -52,6 +52,12 @@ const metrics: ReadonlyArray<{ key: keyof Metrics; label: string; higherIsBetter
   { key: "cpuUsPerCall", label: "client CPU µs/call (256 in flight)", higherIsBetter: false, digits: 1 },
   { key: "c256SteadyCallsPerSec", label: "256 in flight calls/s, steady", higherIsBetter: true, digits: 0 },
   { key: "cpuUsPerCallSteady", label: "client CPU µs/call (256 in flight, steady)", higherIsBetter: false, digits: 1 },
+  {
+    key: "cpuUsPerCallContinued",
+    label: "client CPU µs/call (256 in flight, continuation only)",
+    higherIsBetter: false,
+    digits: 1
+  },
   { key: "bigMBps", label: "100 KB result MB/s", higherIsBetter: true, digits: 1 },
   { key: "bigCpuUsPerCall", label: "client CPU µs per 100 KB result", higherIsBetter: false, digits: 0 },
   { key: "listMs", label: "5,000-tool list (ms)", higherIsBetter: false, digits: 1 },

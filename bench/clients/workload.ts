@@ -54,6 +54,11 @@ export interface Metrics {
   /** Over the 256 phase and its continuation (`inFlight256Steady`); null when that is skipped. */
   readonly c256SteadyCallsPerSec: number | null
   readonly cpuUsPerCallSteady: number | null
+  /**
+   * The continuation alone (the `inFlight256Steady` calls after the 256 phase): where a client that
+   * ended the short phase before its own collections came due pays for them; null when skipped.
+   */
+  readonly cpuUsPerCallContinued: number | null
   readonly bigMBps: number
   /** Client CPU µs per 100 KB call. */
   readonly bigCpuUsPerCall: number
@@ -247,6 +252,10 @@ export const summarize = (m: Measured): Metrics => ({
   cpuUsPerCall: m.cpuUsPerCall,
   c256SteadyCallsPerSec: m.steady?.callsPerSec ?? null,
   cpuUsPerCallSteady: m.steady?.cpuUsPerCall ?? null,
+  cpuUsPerCallContinued: m.steady === null
+    ? null
+    : (m.steady.cpuUsPerCall * (config.inFlight256 + config.inFlight256Steady) -
+      m.cpuUsPerCall * config.inFlight256) / config.inFlight256Steady,
   bigMBps: m.bigMBps,
   bigCpuUsPerCall: m.bigCpuUsPerCall,
   listMs: percentile(m.lists, 50),

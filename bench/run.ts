@@ -93,6 +93,18 @@ const spread = (xs: ReadonlyArray<number>) => {
   return m === 0 ? 0 : ((Math.max(...xs) - Math.min(...xs)) / m) * 100
 }
 
+/** The values a metric took for a client against a server, one per round (null: not measured). */
+const valuesOf = (server: Server, client: Client, k: keyof Metrics) =>
+  results.get(key(server, client))!.map((m) => m[k] as number | null)
+
+/** The median over the rounds of `of`'s value divided by `other`'s in the same round. */
+const medianRatio = (server: Server, k: keyof Metrics, of: Client, other: Client): number | undefined => {
+  const a = valuesOf(server, of, k)
+  const b = valuesOf(server, other, k)
+  if (a.some((v) => v === null) || b.some((v) => v === null)) return undefined
+  return median(a.map((v, i) => v! / b[i]!))
+}
+
 for (const server of servers) {
   const label = {
     raw: "the raw JSON-lines server, over stdio",
@@ -109,8 +121,8 @@ for (const server of servers) {
   for (const { digits, key: k, label } of metrics) {
     // A row no run measured (the steady rows over HTTP) is left out.
     if (clients.some((c) => results.get(key(server, c))!.some((m) => m[k] === null))) continue
-    const per = (c: Client) => results.get(key(server, c))!.map((m) => m[k] as number)
-    const ratio = (of: Client, other: Client) => fmt(median(per(of).map((v, i) => v / per(other)[i]!)), 2)
+    const per = (c: Client) => valuesOf(server, c, k) as Array<number>
+    const ratio = (of: Client, other: Client) => fmt(medianRatio(server, k, of, other)!, 2)
     console.log(
       `| ${label} | ${fmt(median(per("skald")), digits)} | ${fmt(median(per("promise")), digits)} | ` +
         `${fmt(median(per("sdk")), digits)} | ${fmt(median(per("raw")), digits)} | ` +
@@ -121,6 +133,111 @@ for (const server of servers) {
 }
 if (servers.length > 0) {
   console.log("\nRatios are per round (same round, same machine state), then the median across rounds.")
+}
+
+/**
+ * Issue 28's targets, each read on the row docs/performance.md (round ten) says: the 256-in-flight
+ * figures on the steady run (every client measured long enough to pay for its own garbage), the
+ * 100 KB figures against the raw servers (the raw pipe's pace). A target whose servers this run left
+ * out is not printed.
+ */
+const targets: ReadonlyArray<{
+  readonly label: string
+  readonly server: Server
+  readonly k: keyof Metrics
+  readonly of: Client
+  readonly other: Client
+  readonly bound: number
+  readonly atMost: boolean
+}> = [
+  {
+    label: "native CPU per call at 256 ÷ raw client (steady, raw server)",
+    server: "raw",
+    k: "cpuUsPerCallSteady",
+    of: "skald",
+    other: "raw",
+    bound: 2,
+    atMost: true
+  },
+  {
+    label: "native calls/s at 256 ÷ raw client (steady, raw server)",
+    server: "raw",
+    k: "c256SteadyCallsPerSec",
+    of: "skald",
+    other: "raw",
+    bound: 0.7,
+    atMost: false
+  },
+  {
+    label: "Promise face calls/s at 256 ÷ SDK client (steady, SDK server)",
+    server: "sdk",
+    k: "c256SteadyCallsPerSec",
+    of: "promise",
+    other: "sdk",
+    bound: 1,
+    atMost: false
+  },
+  {
+    label: "Promise face CPU per call at 256 ÷ SDK client (steady, SDK server)",
+    server: "sdk",
+    k: "cpuUsPerCallSteady",
+    of: "promise",
+    other: "sdk",
+    bound: 1,
+    atMost: true
+  },
+  {
+    label: "native 100 KB MB/s ÷ raw client (raw server, stdio)",
+    server: "raw",
+    k: "bigMBps",
+    of: "skald",
+    other: "raw",
+    bound: 0.95,
+    atMost: false
+  },
+  {
+    label: "native 100 KB MB/s ÷ raw client (raw HTTP server)",
+    server: "raw-http",
+    k: "bigMBps",
+    of: "skald",
+    other: "raw",
+    bound: 0.95,
+    atMost: false
+  },
+  {
+    label: "native peak RSS ÷ raw client (raw server, stdio)",
+    server: "raw",
+    k: "peakRssMB",
+    of: "skald",
+    other: "raw",
+    bound: 1.5,
+    atMost: true
+  },
+  {
+    label: "Promise face peak RSS ÷ raw client (raw server, stdio)",
+    server: "raw",
+    k: "peakRssMB",
+    of: "promise",
+    other: "raw",
+    bound: 1.5,
+    atMost: true
+  }
+]
+const measuredTargets = targets.flatMap((t) => {
+  if (!servers.includes(t.server)) return []
+  const value = medianRatio(t.server, t.k, t.of, t.other)
+  return value === undefined ? [] : [{ ...t, value }]
+})
+if (measuredTargets.length > 0) {
+  console.log("\n### Issue 28's targets (medians of the per-round ratios)\n")
+  console.log("| target | measured | bound | met |")
+  console.log("| --- | ---: | ---: | --- |")
+  for (const t of measuredTargets) {
+    const met = t.atMost ? t.value <= t.bound : t.value >= t.bound
+    console.log(
+      `| ${t.label} | ${fmt(t.value, 2)}× | ${t.atMost ? "≤" : "≥"} ${t.bound}× | ${met ? "yes" : "**no**"} |`
+    )
+  }
 }
 if (sections.includes("cli")) await runCliSection()
 if (sections.includes("agent")) await runAgentSection()

@@ -26,6 +26,7 @@ import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
+import * as DirectDelivery from "./internal/directDelivery.js"
 import * as HeapTrim from "./internal/heapTrim.js"
 import * as HttpExchange from "./internal/httpExchange.js"
 import * as Span from "./internal/span.js"
@@ -155,7 +156,10 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
     const postTarget = () => legacyTarget ?? mainTarget
 
     // What arrives reaches the engine in batches, one per event-loop turn: under load many answers
-    // arrive in one turn, and the engine's reader then wakes once for all of them.
+    // arrive in one turn, and the engine's reader then wakes once for all of them. An answer to the
+    // only request in flight is offered to the engine directly instead (internal/directDelivery.ts,
+    // `receiver`): a caller that waits alone goes on at once, not after the turn.
+    let receiver: DirectDelivery.Receiver | undefined
     let batch: Array<JsonRpc.Incoming> = []
     let flushing = false
     const flush = () => {
@@ -166,6 +170,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       incoming.unsafeOfferAll(out)
     }
     const offer = (message: JsonRpc.Incoming) => {
+      receiver?.queued()
       batch.push(message)
       if (!flushing) {
         flushing = true
@@ -231,6 +236,8 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
             const result = message.message.result
             if ("task" in result || "taskId" in result) noteTask(result)
           }
+          // Alone: its own entry is gone (a JSON answer's exchange ends before it is delivered).
+          if (inflight.size === 0 && receiver !== undefined && receiver.response(message.message)) continue
         }
         offer(message)
       }
@@ -698,7 +705,12 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       })
     )
 
-    return { server, kind: "http", send, incoming, sessionId: () => sessionId } satisfies Service
+    const service = { server, kind: "http", send, incoming, sessionId: () => sessionId } satisfies Service
+    return DirectDelivery.offer(service, (r) => {
+      // What is batched but not yet in `incoming` goes there first, so the engine counts it.
+      flush()
+      receiver = r
+    })
   })
 
 /** The transport's authorization: a static key, or an OAuth session's current token. */

@@ -6,7 +6,9 @@
  *
  * Order is kept by the engine: it declines every response while anything the transport queued
  * before it is still unprocessed (a notification, a server request), so a response never
- * overtakes an earlier message. Transports without the door (HTTP, test transports) are unchanged.
+ * overtakes an earlier message. Stdio offers every response; HTTP offers the answer to a request
+ * that was the only one in flight (under load its answers go through `incoming`, a turn's together);
+ * transports without the door (test transports) are unchanged.
  */
 import type * as JsonRpc from "../JsonRpc.js"
 import type { Service } from "../Transport.js"

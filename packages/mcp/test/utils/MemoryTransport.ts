@@ -29,6 +29,8 @@ export interface MemoryTransport {
   readonly push: (message: JsonRpc.Message) => Effect.Effect<void>
   /** Delivers an already classified message as is. */
   readonly offer: (incoming: JsonRpc.Incoming) => Effect.Effect<void>
+  /** The same, at once and outside any fiber, as a transport's read callback does. */
+  readonly offerNow: (incoming: JsonRpc.Incoming) => void
   /** Ends the incoming mailbox: the server closed the connection cleanly. */
   readonly end: Effect.Effect<void>
   /** Fails the incoming mailbox with a connection error (server gone, message too large, …). */
@@ -63,6 +65,7 @@ export const make = (server = "memory"): Effect.Effect<MemoryTransport> =>
             : Effect.asVoid(incoming.offer(classified))
         }),
       offer: (message) => Effect.asVoid(incoming.offer(message)),
+      offerNow: (message) => void incoming.unsafeOffer(message),
       end: Effect.asVoid(incoming.end),
       fail: (error) => Effect.asVoid(incoming.fail(error))
     } satisfies MemoryTransport
